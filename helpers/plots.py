@@ -1,0 +1,93 @@
+"""Every figure the notebooks show: labelled matplotlib, one idea per figure."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def document_length_histograms(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters"):
+    """Distribution of document lengths per domain, log-spaced bins so short and long both show."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
+    bins = np.logspace(np.log10(max(all_lengths.min(), 1)), np.log10(all_lengths.max()), 40)
+    for domain, lengths in lengths_by_domain.items():
+        ax.hist(lengths, bins=bins, alpha=0.55, label=f"{domain} ({len(lengths)} docs)")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"document length ({unit}, log scale)")
+    ax.set_ylabel("documents")
+    ax.set_title("How long are the documents in each domain?")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: str, log: bool = False):
+    """Bars grouped by outer key (e.g. tokenizer), one colour per inner key (e.g. domain)."""
+    groups = list(values)
+    members = list(next(iter(values.values())))
+    width = 0.8 / len(members)
+    x = np.arange(len(groups))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for i, member in enumerate(members):
+        heights = [values[g][member] for g in groups]
+        bars = ax.bar(x + (i - (len(members) - 1) / 2) * width, heights, width, label=member)
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.set_xticks(x, groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def bars(values: Mapping[str, float], ylabel: str, title: str, log: bool = False, fmt: str = "%.3g"):
+    """One bar per key, labelled with its value."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    drawn = ax.bar(list(values), list(values.values()), color="tab:blue")
+    ax.bar_label(drawn, fmt=fmt, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    fig.tight_layout()
+    return fig
+
+
+def parameter_split(splits: Mapping[str, Mapping[str, int]], title: str):
+    """Stacked bars: vocabulary (embedding + LM head) vs transformer body parameters per tokenizer."""
+    names = list(splits)
+    vocabulary = np.array([splits[n]["vocabulary"] for n in names]) / 1e6
+    body = np.array([splits[n]["body"] for n in names]) / 1e6
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.bar(names, body, label="transformer body")
+    ax.bar(names, vocabulary, bottom=body, label="embedding + LM head")
+    for i, n in enumerate(names):
+        share = vocabulary[i] / (vocabulary[i] + body[i])
+        ax.text(i, body[i] + vocabulary[i], f"{share:.0%} vocab", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("parameters (millions)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def line(xs: Sequence[float], ys_by_label: Mapping[str, Sequence[float]], xlabel: str, ylabel: str,
+         title: str, logx: bool = False):
+    """One line per label over a shared x axis, with markers at the measured points."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for label, ys in ys_by_label.items():
+        ax.plot(xs, ys, marker="o", label=label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
