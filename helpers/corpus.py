@@ -307,6 +307,17 @@ def parse_jsonl_line(raw: bytes, path: os.PathLike | str, number: int, key: str 
     return record
 
 
+def first_texts(path: str | os.PathLike, max_chars: int) -> list[str]:
+    """The texts of a JSONL file's first records, stopping once `max_chars` characters are taken."""
+    texts, taken = [], 0
+    for record in read_jsonl(path):
+        if taken >= max_chars:
+            break
+        texts.append(record["text"])
+        taken += len(record["text"])
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(RAW_DIR), help="output directory (default: data/raw)")

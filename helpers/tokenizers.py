@@ -345,17 +345,10 @@ class TrainedBpeZooTokenizer(ZooTokenizer):
 
 def training_texts(corpus_dir: Path, megabytes_per_domain: float) -> list[str]:
     """The first documents of each corpus domain, up to a size per domain."""
-    from .corpus import corpus_paths, read_jsonl
+    from .corpus import corpus_paths, first_texts
 
-    texts = []
-    for path in corpus_paths(corpus_dir).values():
-        budget = int(megabytes_per_domain * 1_000_000)
-        for record in read_jsonl(path):
-            if budget <= 0:
-                break
-            texts.append(record["text"])
-            budget -= len(record["text"])
-    return texts
+    budget = int(megabytes_per_domain * 1_000_000)
+    return [text for path in corpus_paths(corpus_dir).values() for text in first_texts(path, budget)]
 
 
 def train_bpe(texts: Sequence[str], vocab_size: int) -> str:

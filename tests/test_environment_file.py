@@ -1,0 +1,59 @@
+"""environment.yml stays in step with pyproject.toml: same packages, conda-forge only."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import yaml
+
+from helpers.paths import REPO_ROOT
+
+# PyPI name -> conda-forge name, where they differ.
+CONDA_NAMES = {"torch": "pytorch"}
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def _load():
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    return project, env, conda, pip
+
+
+def test_only_conda_forge():
+    _, env, _, _ = _load()
+    assert env["channels"] == ["conda-forge"]
+
+
+def test_every_dependency_is_in_the_environment():
+    project, _, conda, pip = _load()
+    declared = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    provided = {_name(d) for d in conda} | {_name(d) for d in pip if not d.startswith("-e")}
+    missing = {CONDA_NAMES.get(n, n) for n in declared} - provided
+    assert not missing, f"in pyproject.toml but not in environment.yml: {sorted(missing)}"
+    extra = provided - {CONDA_NAMES.get(n, n) for n in declared} - {"python", "pip"}
+    assert not extra, f"in environment.yml but not in pyproject.toml: {sorted(extra)}"
+
+
+def test_versions_agree():
+    project, _, conda, pip = _load()
+    declared = {CONDA_NAMES.get(_name(r), _name(r)): r.split(_name(r), 1)[-1].strip()
+                for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    for entry in conda + [p for p in pip if not p.startswith("-e")]:
+        name = _name(entry)
+        if name in declared:
+            assert entry.lower().split(name, 1)[-1].strip() == declared[name].lower(), entry
+
+
+def test_the_workshop_packages_are_named_and_the_package_installed_editable():
+    _, _, conda, pip = _load()
+    names = {_name(d) for d in conda}
+    for required in ["jupyterlab", "papermill", "numpy", "pytorch", "transformers", "matplotlib",
+                     "nbval", "ipykernel", "tqdm"]:
+        assert required in names
+    assert "-e ." in pip
