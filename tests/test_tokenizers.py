@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from helpers.errors import UserError
 from helpers.tokenizers import ZOO, load_tokenizer
 
-NAMES = ["llama3", "cl100k", "bytes", "bpe"]  # TMP
+NAMES = ["llama3", "mistral", "cl100k", "bytes", "bpe"]
 
 VARIED_TEXTS = [
     "Hello world",

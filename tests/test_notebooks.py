@@ -1,0 +1,113 @@
+"""Notebooks run headless with small parameters, and what they record is read back and checked.
+
+(nbval separately re-runs every committed notebook with its default parameters: see `make test`.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from helpers.batch import run_batch, run_notebook
+from helpers.paths import NOTEBOOK_DIR
+
+pytestmark = pytest.mark.notebook
+
+
+def _notebook(stem: str):
+    return NOTEBOOK_DIR / f"{stem}.ipynb"
+
+
+def test_every_notebook_has_the_workshop_shape():
+    notebooks = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    assert len(notebooks) >= 2
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{path.name}: exactly one cell tagged 'parameters'"
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        for heading in ("**What you will do**", "**Prerequisites**", "**Run time**", "## Exercises", "## What you learned"):
+            assert heading in markdown, f"{path.name}: missing {heading}"
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "assert " in code, f"{path.name}: checks what it teaches"
+        assert "class " not in code, f"{path.name}: classes belong in helpers"
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        assert outputs, f"{path.name}: committed with the outputs of its default run"
+        assert not any(o.output_type == "error" for o in outputs), f"{path.name}: committed with an error"
+
+
+def test_00_environment_and_corpus(tmp_path, corpus_dir):
+    entry = run_notebook(_notebook("00_environment_and_corpus"), tmp_path / "00.ipynb")
+    assert entry["status"] == "ok", entry.get("error")
+    metrics = entry["metrics"]
+    assert metrics["device"] in {"cpu", "cuda", "mps"}
+    assert metrics["corpus_mb.total"] >= 10
+    assert metrics["corpus_documents.literature"] == 1374  # fixed, checksummed source
+    assert metrics["median_document_chars.code"] > metrics["median_document_chars.docs"]
+
+
+def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
+    parameters = {"sample_chars": 60_000, "bpe_vocab_sizes": [300, 1024], "bpe_train_mb": 0.2, "timing_repeats": 1}
+    entry = run_notebook(_notebook("01_tokenizer_choice"), tmp_path / "01.ipynb", parameters)
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    for domain in ("literature", "docs", "code"):
+        assert 2.8 < m[f"bytes_per_token.llama3.{domain}"] < 5.5
+        assert m[f"bytes_per_token.bytes.{domain}"] == pytest.approx(1.0, abs=0.02)
+        assert m[f"bytes_per_token.mistral.{domain}"] < m[f"bytes_per_token.llama3.{domain}"]
+        assert len(m[f"bpe_bytes_per_token.{domain}"]) == 2
+    assert m["vocab_parameter_share.llama3"] > 0.5 > m["vocab_parameter_share.bytes"]
+    assert m["disk_bytes_per_text_byte.llama3"] > m["disk_bytes_per_text_byte.mistral"]
+    assert m["tokens_per_s.llama3"] > 100_000
+    assert m["mistral_transformers_conversion_disagreements"] >= 1
+
+
+PROBE = """
+import nbformat
+nb = nbformat.v4.new_notebook(cells=[
+    nbformat.v4.new_code_cell("x = 1\\nfail = False", metadata={"tags": ["parameters"]}),
+    nbformat.v4.new_code_cell("from helpers.env import record\\nassert not fail, 'asked to fail'\\nrecord('double', 2 * x)"),
+])
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+nbformat.write(nb, "PATH")
+"""
+
+
+@pytest.fixture
+def probe_notebook(tmp_path):
+    path = tmp_path / "probe.ipynb"
+    subprocess.run([sys.executable, "-c", PROBE.replace("PATH", str(path))], check=True)
+    return path
+
+
+def test_batch_grid_runs_every_combination_and_summarises(tmp_path, probe_notebook):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("x: [1, 5]\nfail: [false, true]\n")
+    out = tmp_path / "runs"
+    result = subprocess.run([sys.executable, "-m", "helpers.batch", str(probe_notebook), "--grid", str(grid),
+                             "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 1  # two of the four runs were asked to fail
+    summary = json.loads((out / "summary.json").read_text())
+    entries = summary["notebooks"]
+    assert [e["status"] for e in entries] == ["ok", "error", "ok", "error"]
+    assert [e["metrics"].get("double") for e in entries] == [2, None, 10, None]
+    assert all(set(e) >= {"name", "status", "duration_s", "metrics"} for e in entries)
+    assert "asked to fail" in entries[1]["error"]
+
+
+def test_batch_without_grid_writes_summary(tmp_path, probe_notebook):
+    summary = run_batch([probe_notebook], tmp_path / "out")
+    assert summary["notebooks"][0]["metrics"] == {"double": 2}
+    assert (tmp_path / "out" / "probe.ipynb").exists()
+
+
+def test_batch_bad_grid_is_one_line(tmp_path, probe_notebook):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("x: 3\n")
+    result = subprocess.run([sys.executable, "-m", "helpers.batch", str(probe_notebook), "--grid", str(grid),
+                             "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert result.returncode == 2 and "must be a non-empty list" in result.stderr and "Traceback" not in result.stderr
