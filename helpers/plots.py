@@ -40,7 +40,7 @@ def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: 
     ax.set_title(title)
     if log:
         ax.set_yscale("log")
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 
