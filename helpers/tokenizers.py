@@ -387,6 +387,45 @@ def load_bpe(vocab_size: int = BPE_DEFAULT_VOCAB, corpus_dir: str | os.PathLike 
     return TrainedBpeZooTokenizer(f"bpe-{vocab_size}", backend_json)
 
 
+# ---------------------------------------------------------------- any Hugging Face folder
+
+
+class HuggingFaceFolderTokenizer(ZooTokenizer):
+    """A tokenizer folder (`tokenizer.json`), e.g. one exported from the zoo or a model's own."""
+
+    def __init__(self, folder: str | os.PathLike):
+        from transformers import AutoTokenizer
+
+        folder = Path(folder)
+        try:
+            self.hf = AutoTokenizer.from_pretrained(str(folder))
+        except (OSError, ValueError) as err:
+            raise UserError(f"{folder}: not a loadable Hugging Face tokenizer folder ({str(err).splitlines()[0]}); "
+                            "fix: point --tokenizer at a folder written by save_pretrained or a zoo name") from None
+        if self.hf.eos_token_id is None:
+            raise UserError(f"{folder}: the tokenizer has no eos_token, so there is no EOD id; "
+                            "fix: set eos_token in tokenizer_config.json")
+        self.name, self.kind = str(folder), "Hugging Face folder"
+        self.special_tokens = {t: i for t, i in self.hf.get_added_vocab().items()}
+        self.vocab_size = max(len(self.hf), max(self.special_tokens.values(), default=-1) + 1)
+        self.eod_id, self.bos_id = self.hf.eos_token_id, self.hf.bos_token_id
+        self.parsing_backend = self.hf.backend_tokenizer
+        from tokenizers import Tokenizer
+
+        self.backend = Tokenizer.from_str(self.parsing_backend.to_str())
+        self.backend.encode_special_tokens = True  # special-token strings stay text
+
+    def encode_batch(self, texts: Sequence[str], parse_special: bool = False) -> list[list[int]]:
+        backend = self.parsing_backend if parse_special else self.backend
+        return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.hf.decode(list(ids), clean_up_tokenization_spaces=False)
+
+    def to_hf(self):
+        return self.hf
+
+
 # ---------------------------------------------------------------- the zoo
 
 
@@ -411,12 +450,14 @@ ZOO: dict[str, ZooEntry] = {
 
 @functools.cache
 def load_tokenizer(name: str) -> ZooTokenizer:
-    """A zoo tokenizer by name: llama3, mistral, cl100k, bytes, bpe or bpe-N (a BPE of vocab N)."""
+    """A zoo tokenizer by name (llama3, mistral, cl100k, bytes, bpe, bpe-N), or a Hugging Face folder."""
+    if Path(name).is_dir():
+        return HuggingFaceFolderTokenizer(name)
     match = re.fullmatch(r"bpe-(\d+)", name)
     if match:
         return load_bpe(int(match.group(1)))
     if name not in ZOO:
-        raise UserError(f"unknown tokenizer '{name}'; fix: choose one of {', '.join(ZOO)} or bpe-N")
+        raise UserError(f"unknown tokenizer '{name}'; fix: choose one of {', '.join(ZOO)}, bpe-N, or a tokenizer folder")
     return ZOO[name].load()
 
 
