@@ -185,6 +185,7 @@ class Summary:
     blank_lines: int = 0
     special_documents: int = 0
     skipped: dict = field(default_factory=dict)
+    first_skipped: list = field(default_factory=list)
     seconds: float = 0.0
 
     def lines(self) -> list[str]:
@@ -198,6 +199,7 @@ class Summary:
             out.append(f"blank lines     {self.blank_lines:,} skipped")
         for kind, count in self.skipped.items():
             out.append(f"skipped         {count:,} records: {kind}")
+        out += [f"  e.g. {where}" for where in self.first_skipped]
         out += [f"output          {p}" for p in self.outputs.values()]
         return out
 
@@ -225,13 +227,13 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
 def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, workers: int, append_eod: bool,
                     parse_special: bool, skip_bad: bool, partition: int, partitions: int, log_interval: int,
                     progress: bool) -> Summary:
+    _check_input(input_path)
     tokenizer = load_tokenizer(tokenizer_name)
     dtype = tokenizer.megatron_dtype
     settings = RunSettings(tokenizer_name, tuple(json_keys), append_eod, parse_special, skip_bad, dtype.name)
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     summary = Summary(outputs={k: str(p) for k, p in prefixes.items()}, dtype=dtype.name)
     writers = {key: IndexedWriter(p, dtype) for key, p in prefixes.items()}
-    _check_input(input_path)
     bar = tqdm(total=None if input_path.suffix == ".gz" else input_path.stat().st_size, unit="B", unit_scale=True, desc=input_path.name, disable=not progress)
     start = time.perf_counter()
     first_skips: list[str] = []
@@ -284,8 +286,7 @@ def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, wo
     summary.seconds = time.perf_counter() - start
     summary.skipped = dict(skipped)
     summary.bytes_written = sum(w.tokens for w in writers.values()) * dtype.itemsize
-    if first_skips:
-        summary.skipped["first skipped lines"] = first_skips
+    summary.first_skipped = first_skips
     return summary
 
 
