@@ -1,0 +1,231 @@
+"""Inspect and validate a Megatron indexed dataset before spending GPU hours on it.
+
+    python -m helpers.check data/megatron/literature_text_document --tokenizer llama3
+
+Prints the header in words and length statistics, then one line per check; exit 0 only when every
+check holds. Damaged or foreign files are reported, never crashed on: structure is checked before any
+token is read, and tokens are scanned in chunks, so a file of any size is checked in bounded memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError, run_cli
+from .indexed import HEADER, MAGIC, IndexedDataset, IndexFormatError, bin_path, idx_path, optimal_dtype
+
+SCAN_CHUNK = 1 << 24  # tokens per chunk when scanning ids
+TEXT_SAMPLES = 5
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+
+
+@dataclass
+class Report:
+    """Everything `check_dataset` found: header in words, statistics, and each check."""
+
+    prefix: str
+    header: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str) -> bool:
+        self.checks.append(Check(name, bool(ok), detail))
+        return bool(ok)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def lines(self) -> list[str]:
+        out = [f"dataset {self.prefix}"]
+        out += [f"  {k:<22} {v}" for k, v in self.header.items()]
+        if self.stats:
+            out.append("statistics")
+            out += [f"  {k:<22} {v}" for k, v in self.stats.items()]
+        if self.samples:
+            out.append("decoded samples")
+            out += [f"  {s!r}" for s in self.samples]
+        out.append("checks")
+        out += [f"  {c.line()}" for c in self.checks]
+        out.append("all checks passed" if self.ok else f"{len(self.failures())} check(s) failed")
+        return out
+
+
+def describe_header(ds: IndexedDataset) -> dict:
+    """The `.idx` header, field by field, in words."""
+    return {
+        "magic": f"{MAGIC!r} (Megatron indexed dataset)",
+        "version": ds.version,
+        "dtype": f"code {ds.dtype_code} = {ds.dtype.name} ({ds.dtype.itemsize} bytes per token)",
+        "sequences": f"{len(ds):,}",
+        "document indices": f"{ds.document_indices.size:,} = {ds.document_count:,} documents + 1 (they start at 0)",
+        ".idx bytes": f"{idx_path(ds.prefix).stat().st_size:,} = {HEADER.size} header + 12 x sequences + 8 x indices",
+        ".bin bytes": f"{ds.bin_bytes:,}",
+    }
+
+
+def _structure(ds: IndexedDataset, report: Report) -> bool:
+    """Checks that must hold before any token may be read."""
+    lengths = ds.sequence_lengths.astype(np.int64)
+    itemsize = ds.dtype.itemsize
+    ok = report.add("lengths", (lengths >= 0).all(), "every sequence length is non-negative"
+                    if (lengths >= 0).all() else f"{int((lengths < 0).sum())} negative lengths; fix: re-run the preprocessing")
+    expected_bin = int(lengths.sum()) * itemsize
+    ok &= report.add(".bin size", expected_bin == ds.bin_bytes,
+                     f"{ds.bin_bytes:,} bytes = sum of lengths x {itemsize}" if expected_bin == ds.bin_bytes else
+                     f"{ds.bin_bytes:,} bytes, but the lengths need {expected_bin:,} (truncated or wrong dtype?); "
+                     "fix: re-run the preprocessing")
+    pointers = np.zeros_like(lengths)
+    if lengths.size:
+        np.cumsum(lengths[:-1] * itemsize, out=pointers[1:])
+    bad = int((ds.sequence_pointers != pointers).sum())
+    ok &= report.add("pointers", bad == 0, "each pointer is the running sum of length x itemsize" if bad == 0 else
+                     f"{bad:,} pointers disagree with the lengths; fix: re-run the preprocessing")
+    docs = ds.document_indices
+    monotone = docs.size > 0 and docs[0] == 0 and bool((np.diff(docs) >= 0).all()) and docs[-1] == len(ds)
+    ok &= report.add("document indices", monotone,
+                     f"start at 0, never decrease, end at {len(ds):,} sequences" if monotone else
+                     f"must start at 0, never decrease and end at {len(ds):,}; they start at "
+                     f"{docs[0] if docs.size else 'nothing'} and end at {docs[-1] if docs.size else 'nothing'}; "
+                     "fix: re-run the preprocessing")
+    return bool(ok)
+
+
+def _tokens(ds: IndexedDataset) -> np.ndarray:
+    """All tokens as one flat array view (only after the structure checks passed)."""
+    return np.frombuffer(ds._data, dtype=ds.dtype, count=ds.num_tokens) if ds.num_tokens else np.zeros(0, ds.dtype)
+
+
+def _scan_ids(tokens: np.ndarray) -> tuple[int, int]:
+    """Smallest and largest id, read in chunks so memory stays bounded."""
+    if tokens.size == 0:
+        return 0, 0
+    chunks = [(int(c.min()), int(c.max())) for c in (tokens[i:i + SCAN_CHUNK] for i in range(0, tokens.size, SCAN_CHUNK))]
+    return min(c[0] for c in chunks), max(c[1] for c in chunks)
+
+
+def _document_token_counts(ds: IndexedDataset) -> np.ndarray:
+    cumulative = np.concatenate([[0], np.cumsum(ds.sequence_lengths, dtype=np.int64)])
+    return cumulative[ds.document_indices[1:]] - cumulative[ds.document_indices[:-1]]
+
+
+def _document_last_tokens(ds: IndexedDataset, tokens: np.ndarray) -> np.ndarray:
+    """The last token of every non-empty document."""
+    counts = _document_token_counts(ds)
+    ends = np.cumsum(counts)[counts > 0] - 1
+    return tokens[ends].astype(np.int64)
+
+
+def _looks_like_text(text: str) -> bool:
+    text = text.strip("\ufffd")  # a sample cut mid-character leaves a replacement at either end
+    if not text:
+        return True
+    replacement = text.count("\ufffd") / len(text)
+    printable = sum(c.isprintable() or c in "\n\t\r" for c in text) / len(text)
+    return replacement < 0.02 and printable > 0.9
+
+
+def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | None = None,
+                  samples: int = TEXT_SAMPLES) -> Report:
+    """Run every check; `tokenizer` (a zoo name or object) enables the vocabulary, EOD and text checks.
+
+    `expect_eod` defaults to True when a tokenizer is given (Megatron's `--append-eod`).
+    """
+    report = Report(str(prefix))
+    try:
+        ds = IndexedDataset(prefix)
+    except IndexFormatError as err:
+        report.add("header", False, str(err))
+        return report
+    report.header = describe_header(ds)
+    report.add("header", True, f"magic, version 1, dtype code {ds.dtype_code} ({ds.dtype.name}), sizes consistent")
+    if not _structure(ds, report):
+        return report
+
+    doc_tokens = _document_token_counts(ds)
+    tokens = _tokens(ds)
+    report.stats = {
+        "tokens": f"{ds.num_tokens:,}",
+        "documents": f"{ds.document_count:,} ({int((doc_tokens == 0).sum()):,} empty)",
+        "tokens per document": (f"mean {doc_tokens.mean():,.1f}, median {np.median(doc_tokens):,.0f}, "
+                                f"p90 {np.percentile(doc_tokens, 90):,.0f}, max {doc_tokens.max():,}")
+        if doc_tokens.size else "no documents",
+    }
+    low, high = _scan_ids(tokens)
+    report.stats["id range"] = f"{low:,} .. {high:,}"
+    report.add("ids non-negative", low >= 0, "no negative id" if low >= 0 else f"smallest id is {low}; fix: wrong dtype?")
+
+    if tokenizer is None:
+        return report
+    if isinstance(tokenizer, str):
+        from .tokenizers import load_tokenizer
+
+        tokenizer = load_tokenizer(tokenizer)
+    vocab = tokenizer.vocab_size
+    report.add("ids < vocab", high < vocab, f"largest id {high:,} < vocab {vocab:,} of {tokenizer.name}" if high < vocab
+               else f"id {high:,} is not below the vocab size {vocab:,} of {tokenizer.name}; "
+                    "fix: the dataset was made with another tokenizer")
+    holds = np.iinfo(ds.dtype).max >= vocab - 1 if ds.dtype.kind in "iu" else False
+    wanted = optimal_dtype(vocab)
+    report.add("dtype vs vocab", holds,
+               f"{ds.dtype.name} holds every id of a {vocab:,} vocabulary (Megatron would choose {wanted.name})" if holds
+               else f"{ds.dtype.name} cannot hold ids up to {vocab - 1:,}: ids were cut; fix: preprocess again, "
+                    f"Megatron uses {wanted.name} for this vocabulary")
+    if expect_eod is None:
+        expect_eod = True
+    if expect_eod:
+        ends = _document_last_tokens(ds, tokens)
+        missing = int((ends != tokenizer.eod_id).sum())
+        report.add("EOD at document ends", missing == 0,
+                   f"every non-empty document ends with EOD {tokenizer.eod_id}" if missing == 0 else
+                   f"{missing:,} of {ends.size:,} documents do not end with EOD {tokenizer.eod_id}; "
+                   "fix: preprocess with --append-eod (or pass --no-eod if that was meant)")
+    picks = np.linspace(0, len(ds) - 1, num=min(samples, len(ds)), dtype=np.int64) if len(ds) else []
+    texts = []
+    for i in picks:
+        ids = ds.get(int(i), 0, min(int(ds.sequence_lengths[i]), 48)).tolist()
+        ids = [t for t in ids if t < vocab]
+        texts.append(tokenizer.decode(ids))
+    report.samples = texts
+    textual = sum(_looks_like_text(t) for t in texts)
+    report.add("decodes to text", textual == len(texts),
+               f"{textual} of {len(texts)} samples decode to readable text" if textual == len(texts) else
+               f"only {textual} of {len(texts)} samples decode to readable text; fix: check the tokenizer matches")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("prefix", help="dataset prefix, without .bin/.idx")
+    parser.add_argument("--tokenizer", help="zoo name or Hugging Face folder: enables vocab, EOD and text checks")
+    parser.add_argument("--no-eod", action="store_true", help="documents were written without --append-eod")
+    args = parser.parse_args(argv)
+    prefix = args.prefix[:-4] if args.prefix.endswith((".bin", ".idx")) else args.prefix
+    if not idx_path(prefix).exists() and not bin_path(prefix).exists():
+        raise UserError(f"{prefix}: neither {prefix}.idx nor {prefix}.bin exists; fix: check the prefix")
+    report = check_dataset(prefix, args.tokenizer, expect_eod=not args.no_eod)
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    run_cli(main)

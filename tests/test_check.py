@@ -1,0 +1,104 @@
+"""The dataset check: passes a good dataset, catches each kind of damage, never crashes on garbage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers.check import check_dataset
+from helpers.damage import copy_dataset, set_dtype_code, truncate_bin, write_token
+from helpers.indexed import IndexedWriter, bin_path, idx_path
+from helpers.preprocess import preprocess
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("good")
+    jsonl = folder / "in.jsonl"
+    texts = ["To be, or not to be, that is the question.", "", "def f(x):\n    return x\n", "Hello world."] * 5
+    jsonl.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    with_eod = preprocess(jsonl, folder / "eod", "llama3", append_eod=True, progress=False).outputs["text"]
+    without = preprocess(jsonl, folder / "plain", "llama3", progress=False).outputs["text"]
+    return with_eod, without
+
+
+def failed(report):
+    return {c.name for c in report.failures()}
+
+
+def test_good_dataset_passes_and_is_described(good):
+    report = check_dataset(good[0], "llama3")
+    assert report.ok, report.lines()
+    assert "int32" in report.header["dtype"] and "code 4" in report.header["dtype"]
+    assert "20 documents + 1" in report.header["document indices"]
+    assert "5 empty" in report.stats["documents"]
+    assert all("question" in s or "def f" in s or "Hello" in s for s in report.samples)
+
+
+@pytest.mark.parametrize("damage, caught", [
+    (lambda p: truncate_bin(p, 0.8), {".bin size"}),
+    (lambda p: set_dtype_code(p, np.uint16), {".bin size"}),
+    (lambda p: write_token(p, 3, 200_000), {"ids < vocab"}),
+])
+def test_each_damage_is_caught(tmp_path, good, damage, caught):
+    broken = copy_dataset(good[0], tmp_path / "broken")
+    damage(broken)
+    report = check_dataset(broken, "llama3")
+    assert caught <= failed(report), report.lines()
+    assert all("fix:" in c.detail for c in report.failures())
+
+
+def test_missing_eod_is_caught_unless_not_expected(good):
+    assert failed(check_dataset(good[1], "llama3")) == {"EOD at document ends"}
+    assert check_dataset(good[1], "llama3", expect_eod=False).ok
+
+
+def test_uint16_file_for_a_large_vocabulary_is_an_error(tmp_path):
+    with IndexedWriter(tmp_path / "small", np.uint16) as writer:
+        writer.add_document([9906, 1917, 60_000])
+        writer.finalize()
+    assert "dtype vs vocab" in failed(check_dataset(tmp_path / "small", "llama3", expect_eod=False))
+    assert check_dataset(tmp_path / "small", "bytes", expect_eod=False).failures()  # ids over 258
+
+
+def test_cli_exit_codes_and_one_line_per_failure(tmp_path, good):
+    ok = subprocess.run([sys.executable, "-m", "helpers.check", str(good[0]), "--tokenizer", "llama3"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "all checks passed" in ok.stdout and "documents + 1" in ok.stdout
+    broken = copy_dataset(good[0], tmp_path / "broken")
+    truncate_bin(broken)
+    bad = subprocess.run([sys.executable, "-m", "helpers.check", str(broken)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert [l for l in bad.stdout.splitlines() if "FAIL" in l] == [l for l in bad.stdout.splitlines() if ".bin size" in l and "FAIL" in l]
+    missing = subprocess.run([sys.executable, "-m", "helpers.check", str(tmp_path / "absent")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(idx=st.binary(max_size=300), data=st.binary(max_size=300))
+def test_random_bytes_are_reported_never_crash(tmp_path_factory, idx, data):
+    prefix = tmp_path_factory.mktemp("fuzz") / "x"
+    idx_path(prefix).write_bytes(idx)
+    bin_path(prefix).write_bytes(data)
+    report = check_dataset(prefix, "bytes")
+    assert report.checks and not report.ok
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cut_idx=st.integers(0, 400), cut_bin=st.integers(0, 400), flip=st.integers(0, 399), value=st.integers(0, 255))
+def test_truncated_or_flipped_real_files_are_reported(tmp_path_factory, good, cut_idx, cut_bin, flip, value):
+    prefix = copy_dataset(good[0], tmp_path_factory.mktemp("cut") / "x")
+    raw = bytearray(idx_path(prefix).read_bytes())
+    if flip < len(raw):
+        raw[flip] = value
+    idx_path(prefix).write_bytes(bytes(raw[: len(raw) - cut_idx % (len(raw) + 1)]))
+    data = bin_path(prefix).read_bytes()
+    bin_path(prefix).write_bytes(data[: len(data) - cut_bin])
+    report = check_dataset(prefix, "llama3")  # must return, whatever it finds
+    assert report.checks
