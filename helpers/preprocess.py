@@ -331,13 +331,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, counting each kind")
     parser.add_argument("--log-interval", type=int, default=1000, help="documents between log lines (no progress bar)")
     parser.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
+    parser.add_argument("--format", choices=["megatron", "npy", "shards"], default="megatron",
+                        help="megatron .bin/.idx (default), one flat .npy, or fixed-size shards with train/val")
+    parser.add_argument("--tokens-per-shard", type=int, default=10_000_000, help="with --format shards")
+    parser.add_argument("--val-fraction", type=float, default=0.05, help="share of shards in val/ (--format shards)")
+    parser.add_argument("--shard-dtype", default=None, help="shard dtype, e.g. uint32 (default: Megatron's choice)")
     args = parser.parse_args(argv)
-    summary = preprocess(args.input, args.output_prefix, args.tokenizer, tuple(args.json_keys), args.workers,
+    target = args.output_prefix
+    if args.format != "megatron":
+        target = f"{args.output_prefix}.indexed-tmp-{os.getpid()}"
+    summary = preprocess(args.input, target, args.tokenizer, tuple(args.json_keys), args.workers,
                          args.append_eod, args.parse_special_tokens, args.skip_bad_records, args.partitions,
                          args.log_interval, progress=not args.no_progress)
+    if args.format != "megatron":
+        summary.outputs = convert_outputs(summary.outputs, args.output_prefix, args.format, args.tokenizer,
+                                          args.tokens_per_shard, args.val_fraction, args.shard_dtype)
     for line in summary.lines():
         print(line)
     return 0
+
+
+def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer: str, tokens_per_shard: int,
+                    val_fraction: float, shard_dtype: str | None) -> dict[str, str]:
+    """Turn each key's indexed output into `{prefix}_{key}.npy` or `{prefix}_{key}_shards/`, then remove it."""
+    from .formats import indexed_to_npy, indexed_to_shards
+
+    eod_id = load_tokenizer(tokenizer).eod_id
+    converted = {}
+    try:
+        for key, indexed in outputs.items():
+            if layout == "npy":
+                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_id))
+            else:
+                converted[key] = str(indexed_to_shards(indexed, f"{prefix}_{key}_shards", tokens_per_shard,
+                                                       val_fraction, shard_dtype, eod_id))
+    finally:
+        for indexed in outputs.values():
+            for suffix in (".bin", ".idx"):
+                Path(f"{indexed}{suffix}").unlink(missing_ok=True)
+    return converted
 
 
 if __name__ == "__main__":
