@@ -236,12 +236,24 @@ class SentencePieceZooTokenizer(ZooTokenizer):
         self.eod_id, self.bos_id = self.processor.eos_id(), self.processor.bos_id()
         self.unk_id = self.processor.unk_id()
         self.special_tokens = {self.processor.id_to_piece(i): i for i in (self.unk_id, self.bos_id, self.eod_id)}
+        longest_first = sorted(self.special_tokens, key=len, reverse=True)
+        self._special_split = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")
         self._threads = os.cpu_count() or 1
 
     def encode_batch(self, texts: Sequence[str], parse_special: bool = False) -> list[list[int]]:
         if parse_special:
-            return [self.to_hf()(t, add_special_tokens=False)["input_ids"] for t in texts]
+            return [self._encode_parsing_specials(t) for t in texts]
         return self.processor.encode(list(texts), num_threads=self._threads)
+
+    def _encode_parsing_specials(self, text: str) -> list[int]:
+        """As the Hugging Face export does: split at special strings, encode each piece on its own."""
+        ids: list[int] = []
+        for piece in self._special_split.split(text):
+            if piece in self.special_tokens:
+                ids.append(self.special_tokens[piece])
+            elif piece:
+                ids.extend(self.processor.encode(piece))
+        return ids
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.processor.decode(list(ids))

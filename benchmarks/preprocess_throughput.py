@@ -1,0 +1,91 @@
+"""Preprocessing throughput: ours against Megatron's tool (or a Megatron-style baseline), side by side.
+
+    python benchmarks/preprocess_throughput.py [--input X.jsonl] [--tokenizer llama3] [--workers 2]
+        [--megatron-lm PATH]   # or MEGATRON_LM=PATH: a Megatron-LM checkout (e.g. tag core_v0.16.1)
+
+Both run as separate processes on the same JSONL, same tokenizer (ours by zoo name, Megatron's on our
+exported Hugging Face folder) and the same worker count; the wall time of each whole command is
+measured, start-up included, and the outputs are compared byte for byte. Megatron-LM's script needs
+packages the workshop does not install (its training package imports `triton`): put them on
+MEGATRON_PYTHONPATH. Without a checkout, the reference is benchmarks/megatron_style_baseline.py, and
+the output says so. The default input is the workshop corpus, all three domains in one file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers.corpus import corpus_paths  # noqa: E402
+from helpers.indexed import IndexedDataset  # noqa: E402
+from helpers.paths import RAW_DIR  # noqa: E402
+from helpers.tokenizers import load_tokenizer  # noqa: E402
+
+
+def timed(command: list[str], env: dict | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", type=Path, help="JSONL with a 'text' field (default: the corpus, mixed)")
+    parser.add_argument("--tokenizer", default="llama3")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--megatron-lm", default=os.environ.get("MEGATRON_LM"), help="Megatron-LM checkout")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="preprocess-bench-"))
+    source = args.input
+    if source is None:
+        source = work / "mixed.jsonl"
+        with open(source, "wb") as out:
+            for path in corpus_paths(RAW_DIR).values():
+                out.write(path.read_bytes())
+    size_mb = source.stat().st_size / 1e6
+    folder = load_tokenizer(args.tokenizer).export(work / "hf")
+
+    ours_cmd = [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
+                str(work / "ours"), "--tokenizer", args.tokenizer, "--workers", str(args.workers), "--append-eod",
+                "--no-progress", "--parse-special-tokens"]
+    env = dict(os.environ)
+    if args.megatron_lm:
+        reference = "Megatron-LM tools/preprocess_data.py"
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (args.megatron_lm, os.environ.get("MEGATRON_PYTHONPATH"),
+                                                         os.environ.get("PYTHONPATH")) if p)
+        ref_cmd = [sys.executable, str(Path(args.megatron_lm) / "tools" / "preprocess_data.py"), "--input", str(source),
+                   "--output-prefix", str(work / "ref"), "--tokenizer-type", "HuggingFaceTokenizer",
+                   "--tokenizer-model", str(folder), "--workers", str(args.workers), "--append-eod",
+                   "--log-interval", "1000000"]
+    else:
+        reference = "Megatron-style baseline (benchmarks/megatron_style_baseline.py; no Megatron-LM checkout given)"
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        ref_cmd = [sys.executable, str(ROOT / "benchmarks" / "megatron_style_baseline.py"), str(source),
+                   str(work / "ref"), str(folder), str(args.workers)]
+
+    ours_s = timed(ours_cmd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    ref_s = timed(ref_cmd, env=env)
+    tokens = IndexedDataset(work / "ours_text_document").num_tokens
+    identical = all(filecmp.cmp(work / f"ours_text_document{s}", work / f"ref_text_document{s}", shallow=False)
+                    for s in (".bin", ".idx"))
+    print(f"input      {source} ({size_mb:.1f} MB), tokenizer {args.tokenizer}, {args.workers} workers, "
+          f"{os.cpu_count()} cores")
+    print(f"reference  {reference}")
+    print(f"{'':10} {'wall s':>8} {'MB/s':>8} {'tokens/s':>12}")
+    for name, seconds in (("reference", ref_s), ("ours", ours_s)):
+        print(f"{name:<10} {seconds:8.2f} {size_mb / seconds:8.2f} {tokens / seconds:12,.0f}")
+    print(f"speed-up   {ref_s / ours_s:.1f}x (same {tokens:,} tokens; outputs byte-identical: {identical})")
+
+
+if __name__ == "__main__":
+    main()
