@@ -66,6 +66,31 @@ def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
     assert m["mistral_transformers_conversion_disagreements"] >= 1
 
 
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory, corpus_dir):
+    """The first few records of each domain: enough for the notebooks' logic, seconds to run."""
+    folder = tmp_path_factory.mktemp("small_corpus")
+    for domain in ("literature", "docs", "code"):
+        lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        (folder / f"{domain}.jsonl").write_text("".join(lines[:12]), encoding="utf-8")
+    return folder
+
+
+def test_02_and_03_preprocessing_and_inspection_small(tmp_path, small_corpus):
+    megatron_dir = tmp_path / "megatron"
+    entry = run_notebook(_notebook("02_preprocessing"), tmp_path / "02.ipynb",
+                         {"corpus_dir": str(small_corpus), "out_dir": str(megatron_dir), "shard_tokens": 5_000})
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["documents.docs"] == 12 and m["tokens.literature"] > 1_000
+    assert m["speedup_vs_megatron_style"] > 1.0
+    assert m["special_documents_in_corpus"] == 0
+    entry = run_notebook(_notebook("03_index_inspection"), tmp_path / "03.ipynb", {"dataset_dir": str(megatron_dir)})
+    assert entry["status"] == "ok", entry.get("error")
+    assert entry["metrics"]["check_passed.literature"] is True
+    assert entry["metrics"]["faults_caught"] == 4
+
+
 PROBE = """
 import nbformat
 nb = nbformat.v4.new_notebook(cells=[
