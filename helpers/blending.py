@@ -1,0 +1,269 @@
+"""Blending several datasets by weight, as megatron-core's `BlendedMegatronDatasetBuilder` does.
+
+    train, valid, test = build_datasets(["0.5", "data/megatron/literature_text_document",
+                                         "0.3", "data/megatron/docs_text_document",
+                                         "0.2", "data/megatron/code_text_document"],
+                                        split="969,30,1", num_samples=(10_000, 300, 10), seq_length=512, seed=1234)
+
+- weights are normalised by their sum; each dataset is asked for `ceil(ceil(size x w) x 1.005)`
+  samples of each split (Megatron's 0.5% surplus), so a small dataset at a large weight is
+  repeated for several epochs;
+- the blending index chooses, at step i, the dataset with the largest `w x max(i, 1) - count`
+  (ties: the lowest index), so the mix tracks the weights at every step, deterministically;
+- a list of prefixes without weights blends by dataset size and draws every sample once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from numba import njit
+
+from .errors import UserError
+from .gpt_dataset import SPLITS, GPTDataset, split_bookends, split_ranges
+from .indexed import IndexedDataset, idx_path
+
+SURPLUS = 0.005
+
+
+@dataclass(frozen=True)
+class Blend:
+    prefixes: list[str]
+    weights: list[float] | None  # None: blend by size, every sample once
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_data_path(items: list[str] | str) -> Blend:
+    """Megatron's `--data-path`: `[w1, prefix1, w2, prefix2, ...]` or `[prefix1, prefix2, ...]`."""
+    if isinstance(items, str):
+        items = items.split()
+    items = [str(x) for x in items]
+    if not items:
+        raise UserError("--data-path is empty; fix: name at least one dataset prefix")
+    numbers = [_number(x) for x in items]
+    if all(n is None for n in numbers):
+        blend = Blend(items, None)
+    elif len(items) % 2:
+        raise UserError(f"--data-path has {len(items)} items with numbers among them; fix: give pairs "
+                        "'WEIGHT PREFIX', or prefixes only")
+    else:
+        weights, prefixes = numbers[0::2], items[1::2]
+        for position, (weight, text) in enumerate(zip(weights, items[0::2])):
+            if weight is None:
+                raise UserError(f"--data-path item {2 * position + 1} ('{text}') should be a weight; "
+                                "fix: write 'WEIGHT PREFIX' pairs")
+        for prefix in prefixes:
+            if _number(prefix) is not None:
+                raise UserError(f"--data-path has the number {prefix} where a prefix belongs; fix: 'WEIGHT PREFIX' pairs")
+        if any(w < 0 or not math.isfinite(w) for w in weights):
+            raise UserError(f"--data-path weights must be non-negative, got {weights}")
+        if sum(weights) <= 0:
+            raise UserError(f"--data-path weights sum to {sum(weights)}; fix: give at least one positive weight")
+        blend = Blend(prefixes, normalize(weights))
+    for prefix in blend.prefixes:
+        if not idx_path(prefix).exists():
+            raise UserError(f"dataset prefix {prefix}: {idx_path(prefix)} not found; fix: preprocess it first "
+                            "(python -m helpers.preprocess) or correct the path")
+    return blend
+
+
+def normalize(weights: list[float]) -> list[float]:
+    """Weights divided by their sum, in float64 as Megatron does."""
+    w = np.array(weights, dtype=np.float64)
+    return (w / np.sum(w)).tolist()
+
+
+def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
+    """A per-split blend file (YAML or JSON): `train:`, `valid:`, `test:`, each a `--data-path` list
+    or a mapping of prefix to weight. A missing split gets no dataset."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such blend file")
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise UserError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML/JSON; "
+                        "fix: 'train: [0.7, prefix_a, 0.3, prefix_b]'") from None
+    if not isinstance(content, dict) or not set(content) <= set(SPLITS):
+        raise UserError(f"{path}: a blend file maps train/valid/test to blends; found {content!r:.80}")
+    blends: dict[str, Blend | None] = {}
+    for split in SPLITS:
+        value = content.get(split)
+        if value is None:
+            blends[split] = None
+        elif isinstance(value, dict):
+            blends[split] = parse_data_path([x for prefix, w in value.items() for x in (str(w), str(prefix))])
+        elif isinstance(value, list):
+            blends[split] = parse_data_path([str(x) for x in value])
+        else:
+            raise UserError(f"{path}: split '{split}' must be a list or a mapping, got {type(value).__name__}")
+    return blends
+
+
+@njit(cache=True)
+def _blending_indices(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    dataset_index = np.zeros(size, dtype=np.int16)
+    sample_index = np.zeros(size, dtype=np.int64)
+    counts = np.zeros(weights.size, dtype=np.int64)
+    for i in range(size):
+        step = max(float(i), 1.0)
+        best, best_error = 0, weights[0] * step - counts[0]
+        for k in range(1, weights.size):
+            error = weights[k] * step - counts[k]
+            if error > best_error:
+                best, best_error = k, error
+        dataset_index[i] = best
+        sample_index[i] = counts[best]
+        counts[best] += 1
+    return dataset_index, sample_index
+
+
+@njit(cache=True)
+def _exhaustive_indices(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    total = sizes.sum()
+    weights = sizes / total
+    dataset_index = np.zeros(total, dtype=np.int16)
+    sample_index = np.zeros(total, dtype=np.int64)
+    counts = np.zeros(sizes.size, dtype=np.int64)
+    for i in range(total):
+        step = max(float(i), 1.0)
+        best, best_error = -1, -np.inf
+        for k in range(sizes.size):
+            if counts[k] < sizes[k]:
+                error = weights[k] * step - counts[k]
+                if error > best_error:
+                    best, best_error = k, error
+        dataset_index[i] = best
+        sample_index[i] = counts[best]
+        counts[best] += 1
+    return dataset_index, sample_index
+
+
+def blending_indices(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dataset of each sample, sample number within that dataset) for `size` samples.
+
+    `weights` are used as given (normalise them first): ties are decided by their exact float
+    values. A sequential rule (each step depends on all earlier counts), so it is compiled with numba.
+    """
+    return _blending_indices(np.asarray(weights, dtype=np.float64), int(size))
+
+
+def exhaustive_blending_indices(sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every sample of every dataset exactly once, interleaved by the same error rule."""
+    return _exhaustive_indices(np.asarray(sizes, dtype=np.int64))
+
+
+def sizes_per_dataset(weights: list[float], target: int, surplus: float = 0.0) -> list[int]:
+    """Samples to ask of each dataset for a blend of `target` samples: ceil(ceil(target x w) x (1 + surplus))."""
+    return [int(math.ceil(math.ceil(target * w) * (1 + surplus))) for w in weights]
+
+
+class BlendedDataset(torch.utils.data.Dataset):
+    """Samples drawn from several datasets in the order of the blending index."""
+
+    def __init__(self, datasets: list, weights: list[float] | None, size: int | None):
+        self.datasets = datasets
+        if size is None:
+            self.weights = [len(d) for d in datasets]
+            self.dataset_index, self.dataset_sample_index = exhaustive_blending_indices(self.weights)
+        else:
+            self.weights = normalize(weights)
+            self.dataset_index, self.dataset_sample_index = blending_indices(self.weights, size)
+        for k, dataset in enumerate(datasets):
+            wanted = int((self.dataset_index == k).sum())
+            if wanted > len(dataset):
+                raise UserError(f"the blend asks {wanted} samples of dataset {k} which has {len(dataset)}; "
+                                "fix: raise the surplus or lower the weight")
+
+    def __len__(self) -> int:
+        return self.dataset_index.size
+
+    def __getitem__(self, i: int) -> dict:
+        k = int(self.dataset_index[i])
+        return {"dataset_id": k, **self.datasets[k][int(self.dataset_sample_index[i])]}
+
+    def token_share(self, steps: int | None = None) -> np.ndarray:
+        """Cumulative share of samples from each dataset after each step: shape [steps, datasets]."""
+        index = self.dataset_index[:steps]
+        counts = np.stack([np.cumsum(index == k) for k in range(len(self.datasets))], axis=1)
+        return counts / np.arange(1, index.size + 1)[:, None]
+
+
+def _split_datasets(prefix: str, split: str | None, sizes: list[int | None], seq_length: int, seed: int,
+                    dataset_kwargs: dict, only: int | None = None) -> list[GPTDataset | None]:
+    """The GPTDataset of each split of one prefix (None where the split has no share)."""
+    indexed = IndexedDataset(prefix)
+    ranges = split_ranges(split, len(indexed)) if split is not None else \
+        [(0, len(indexed)) if i == only else None for i in range(3)]
+    out: list[GPTDataset | None] = []
+    for i, name in enumerate(SPLITS):
+        if ranges[i] is None or (only is not None and i != only):
+            out.append(None)
+            continue
+        out.append(GPTDataset(prefix, ranges[i], sizes[i], seq_length, seed, split_name=name, dataset=indexed,
+                              **dataset_kwargs))
+    return out
+
+
+def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, seq_length: int, seed: int,
+                 dataset_kwargs: dict):
+    """One split's dataset from a blend (a GPTDataset for one prefix, else a BlendedDataset)."""
+    # Megatron: one prefix is a plain GPTDataset (per-split blends: whatever its weight)
+    if len(blend.prefixes) == 1 and (blend.weights is None or split is None):
+        sizes = [None] * 3
+        sizes[index] = size
+        return _split_datasets(blend.prefixes[0], split, sizes, seq_length, seed, dataset_kwargs, None if split else index)[index]
+    if blend.weights is not None:
+        if size is None:
+            raise UserError("a weighted blend needs a sample count for each split it builds; fix: pass num_samples")
+        targets = sizes_per_dataset(blend.weights, size)
+        buffers = sizes_per_dataset(blend.weights, size, SURPLUS)
+    else:
+        targets, buffers = None, [None] * len(blend.prefixes)
+    parts = []
+    for prefix, buffer in zip(blend.prefixes, buffers):
+        sizes = [None] * 3
+        sizes[index] = buffer
+        parts.append(_split_datasets(prefix, split, sizes, seq_length, seed, dataset_kwargs, None if split else index)[index])
+    if blend.weights is not None:
+        return BlendedDataset(parts, blend.weights, sum(targets))
+    lengths = [len(p) for p in parts]
+    if size is not None:
+        return BlendedDataset(parts, lengths, min(size, sum(lengths)))
+    return BlendedDataset(parts, None, None)
+
+
+def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_samples, seq_length: int, seed: int,
+                   blend_per_split: dict[str, Blend | None] | None = None, eod_id: int | None = None,
+                   cache_dir: str | os.PathLike | None = None, **document_options):
+    """(train, valid, test) as megatron-core's BlendedMegatronDatasetBuilder with GPTDataset builds them.
+
+    `num_samples` is a 3-tuple (None: one pass over that split); a split whose share is 0 is None.
+    Either `data_path` with `split`, or `blend_per_split` (each split its own blend, no split string).
+    """
+    if len(num_samples) != 3:
+        raise UserError(f"num_samples must give train, valid and test counts, got {num_samples!r}")
+    kwargs = {"eod_id": eod_id, "cache_dir": cache_dir, **document_options}
+    if blend_per_split is not None:
+        return tuple(None if blend_per_split.get(name) is None else
+                     _blend_split(blend_per_split[name], None, num_samples[i], i, seq_length, seed, kwargs)
+                     for i, name in enumerate(SPLITS))
+    blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
+    bookends = split_bookends(split)
+    return tuple(None if bookends[i] is None else
+                 _blend_split(blend, split, num_samples[i], i, seq_length, seed, kwargs)
+                 for i in range(3))

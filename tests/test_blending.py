@@ -1,0 +1,213 @@
+"""GPT samples and blends: sample for sample equal to megatron-core 0.16.1's builder, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from helpers.blending import (Blend, blending_indices, build_datasets, load_blend_file, parse_data_path,
+                              sizes_per_dataset)
+from helpers.errors import UserError
+from helpers.gpt_dataset import GPTDataset, document_masks, split_ranges
+from helpers.preprocess import preprocess
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import torch
+    from megatron.core.datasets import helpers as megatron_helpers
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset as MegatronGPTDataset
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig
+    from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
+    from megatron.core.datasets.utils import get_blend_from_list
+
+EOD = 128001
+
+
+@pytest.fixture(scope="module")
+def prefixes(tmp_path_factory, corpus_dir):
+    """Three small llama3 datasets from the corpus, of very different sizes."""
+    folder = tmp_path_factory.mktemp("blend")
+    out = {}
+    for domain, count in (("literature", 60), ("docs", 20), ("code", 20)):
+        lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+        (folder / f"{domain}.jsonl").write_text("".join(lines), encoding="utf-8")
+        out[domain] = preprocess(folder / f"{domain}.jsonl", folder / domain, "llama3", append_eod=True,
+                                 progress=False).outputs["text"]
+    return out
+
+
+def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=None, **options):
+    config = GPTDatasetConfig(
+        random_seed=seed, sequence_length=seq_length, split=split,
+        blend=get_blend_from_list(data_path) if data_path else None,
+        blend_per_split=[get_blend_from_list(b) if b else None for b in blend_per_split] if blend_per_split else None,
+        tokenizer=SimpleNamespace(vocab_size=128_256, eod=EOD, pad=-1, special_tokens_dict={},
+                                  unique_identifiers={"class": "llama3"}),
+        reset_position_ids=options.get("reset_position_ids", False),
+        reset_attention_mask=options.get("reset_attention_mask", False),
+        eod_mask_loss=options.get("eod_mask_loss", False),
+        path_to_cache=None, mmap_bin_files=True,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return BlendedMegatronDatasetBuilder(MegatronGPTDataset, list(sizes), lambda: True, config).build()
+
+
+def assert_same_samples(ours, theirs, keys=("tokens", "labels", "loss_mask", "position_ids")):
+    assert (ours is None) == (theirs is None)
+    if ours is None:
+        return
+    assert len(ours) == len(theirs)
+    for i in range(len(ours)):
+        a, b = ours[i], theirs[i]
+        for key in keys:
+            assert torch.equal(torch.as_tensor(a[key]), torch.as_tensor(b[key]).to(torch.as_tensor(a[key]).dtype)), (i, key)
+        if "dataset_id" in b:
+            assert a["dataset_id"] == int(b["dataset_id"])
+
+
+@pytest.mark.parametrize("split, sizes", [("90,8,2", (300, 20, 3)), ("90,10,0", (None, None, None)),
+                                          ("100,0,0", (5_000, None, None))])
+def test_single_prefix_equals_megatron(prefixes, split, sizes):
+    data_path = [prefixes["literature"]]
+    ours = build_datasets(data_path, split, sizes, 64, 1234)
+    theirs = megatron_build(data_path, split, sizes, 64, 1234)
+    for a, b in zip(ours, theirs):
+        assert_same_samples(a, b)
+        if a is not None:
+            np.testing.assert_array_equal(a.document_index, b.document_index)
+            np.testing.assert_array_equal(a.sample_index, b.sample_index)
+            np.testing.assert_array_equal(a.shuffle_index, b.shuffle_index)
+
+
+def test_many_epochs_and_the_separate_final_epoch_equal_megatron(prefixes):
+    # docs is small: 4,000 samples of 32 tokens take several epochs of it
+    for samples in (4_000, 3_300):
+        ours = build_datasets([prefixes["docs"]], "100,0,0", (samples, None, None), 32, 7)[0]
+        theirs = megatron_build([prefixes["docs"]], "100,0,0", (samples, None, None), 32, 7)[0]
+        assert ours.epochs > 2
+        np.testing.assert_array_equal(ours.document_index, theirs.document_index)
+        np.testing.assert_array_equal(ours.shuffle_index, theirs.shuffle_index)
+        assert_same_samples(ours, theirs)
+
+
+@pytest.mark.parametrize("weights", [("0.5", "0.3", "0.2"), ("30", "60", "10"), ("1", "1", "1")])
+def test_weighted_blend_equals_megatron(prefixes, weights):
+    data_path = [x for w, p in zip(weights, prefixes.values()) for x in (w, p)]
+    ours = build_datasets(data_path, "80,15,5", (400, 40, 4), 64, 99)
+    theirs = megatron_build(data_path, "80,15,5", (400, 40, 4), 64, 99)
+    for a, b in zip(ours, theirs):
+        assert_same_samples(a, b)
+        np.testing.assert_array_equal(a.dataset_index, b.dataset_index)
+        np.testing.assert_array_equal(a.dataset_sample_index, b.dataset_sample_index)
+
+
+def test_prefixes_only_blend_equals_megatron(prefixes):
+    data_path = list(prefixes.values())
+    for sizes in ((None, None, None), (200, None, 5)):
+        ours = build_datasets(data_path, "75,15,10", sizes, 64, 3)
+        theirs = megatron_build(data_path, "75,15,10", sizes, 64, 3)
+        for a, b in zip(ours, theirs):
+            assert_same_samples(a, b)
+
+
+def test_per_split_blends_equal_megatron(prefixes, tmp_path):
+    blend_file = tmp_path / "blend.yaml"
+    blend_file.write_text(f"train: [0.7, {prefixes['literature']}, 0.3, {prefixes['code']}]\n"
+                          f"valid: {{{prefixes['docs']}: 1.0}}\n")
+    blends = load_blend_file(blend_file)
+    assert blends["test"] is None
+    ours = build_datasets(None, None, (300, 30, None), 64, 5, blend_per_split=blends)
+    theirs = megatron_build(None, None, (300, 30, None), 64, 5, blend_per_split=[
+        ["0.7", prefixes["literature"], "0.3", prefixes["code"]], ["1.0", prefixes["docs"]], None])
+    for a, b in zip(ours, theirs):
+        assert_same_samples(a, b)
+
+
+def test_document_aware_variants_equal_megatron(prefixes):
+    options = {"reset_position_ids": True, "reset_attention_mask": True, "eod_mask_loss": True}
+    ours = build_datasets([prefixes["docs"]], "100,0,0", (50, None, None), 128, 11, eod_id=EOD, **options)[0]
+    theirs = megatron_build([prefixes["docs"]], "100,0,0", (50, None, None), 128, 11, **options)[0]
+    assert_same_samples(ours, theirs)
+    for i in range(len(ours)):
+        assert torch.equal(ours[i]["attention_mask"], theirs[i]["attention_mask"])
+    assert any((ours[i]["tokens"] == EOD).any() for i in range(len(ours)))  # boundaries were exercised
+
+
+def test_document_masks_equal_megatron_on_random_rows():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        tokens = torch.from_numpy(rng.choice([1, 2, 3, EOD], size=40, p=[0.3, 0.3, 0.3, 0.1]))
+        ours = document_masks(tokens, EOD, True, True, True)
+        attention, loss, positions = _get_ltor_masks_and_position_ids(tokens, EOD, True, True, True, True)
+        assert torch.equal(ours["attention_mask"], attention)
+        assert torch.equal(ours["loss_mask"], loss) and torch.equal(ours["position_ids"], positions)
+
+
+@pytest.mark.parametrize("weights", [[0.5, 0.3, 0.2], [0.999, 0.001], [1 / 3] * 3, [0.1] * 10])
+def test_blending_index_equals_megatron_helper(weights):
+    size = 20_000
+    ours = blending_indices(weights, size)
+    index, sample = np.zeros(size, np.int16), np.zeros(size, np.int64)
+    megatron_helpers.build_blending_indices(index, sample, np.array(weights, np.float64) / sum(weights),
+                                            len(weights), size, False)
+    np.testing.assert_array_equal(ours[0], index)
+    np.testing.assert_array_equal(ours[1], sample)
+
+
+def test_sizes_have_megatron_surplus():
+    assert sizes_per_dataset([0.5, 0.3, 0.2], 1000) == [500, 300, 200]
+    assert sizes_per_dataset([0.5, 0.3, 0.2], 1000, 0.005) == [503, 302, 201]
+
+
+def test_split_uses_python_rounding():
+    assert split_ranges("969,30,1", 1000) == [(0, 969), (969, 999), (999, 1000)]
+    assert split_ranges("98,2,0", 50) == [(0, 49), (49, 50), None]
+    assert split_ranges("1,1", 3) == [(0, 2), (2, 3), None]  # round(1.5) == 2
+
+
+@pytest.mark.parametrize("items, message", [
+    (["-0.5", "a", "1.5", "b"], "non-negative"),
+    (["0", "a", "0", "b"], "sum to 0"),
+    (["0.5", "a", "0.3"], "pairs"),
+    (["0.5", "0.3", "b", "c"], "a weight"),
+])
+def test_bad_data_paths_are_clear(prefixes, items, message):
+    items = [prefixes["docs"] if x in ("a", "b", "c") else x for x in items]
+    with pytest.raises(UserError, match=message):
+        parse_data_path(items)
+
+
+def test_missing_prefix_names_the_file(tmp_path):
+    with pytest.raises(UserError, match="not found; fix: preprocess"):
+        parse_data_path(["0.5", str(tmp_path / "nope"), "0.5", str(tmp_path / "nada")])
+
+
+def test_a_split_without_sequences_raises_instead_of_hanging(prefixes):
+    # docs has 20 sequences: a 1% validation share rounds to none of them
+    with pytest.raises(UserError, match="valid split gets sequences") as err:
+        build_datasets([prefixes["docs"]], "99,1,0", (100, 10, None), 64, 1)
+    assert "fix:" in str(err.value)
+
+
+def test_cache_is_keyed_by_the_data_files(prefixes, tmp_path):
+    import shutil
+    from helpers.indexed import bin_path, idx_path
+
+    copy = tmp_path / "copy"
+    for path in (bin_path, idx_path):
+        shutil.copyfile(path(prefixes["docs"]), path(copy))
+    first = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
+    again = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+    np.testing.assert_array_equal(first.sample_index, again.sample_index)
+    for path in (bin_path, idx_path):  # same name, other content: the stale indices must not be used
+        shutil.copyfile(path(prefixes["literature"]), path(copy))
+    changed = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+    assert not np.array_equal(changed.sample_index, first.sample_index) or changed.tokens_per_epoch != first.tokens_per_epoch
