@@ -1,0 +1,348 @@
+"""Packing documents into fixed-capacity rows: every strategy, what each wastes, and the batch tensors.
+
+A *plan* says, for every row, which pieces of which documents it holds: arrays `row`, `document`,
+`start`, `length` (one entry per segment, in row order). Strategies:
+
+| name | what it does | documents cross rows? |
+|---|---|---|
+| `concat` | Megatron: concatenate everything, cut every `capacity` tokens | yes, constantly |
+| `pad` | one document per row, padded (the seed scripts) | no |
+| `next_fit` | one open row; a document that does not fit closes it (LMMS-Engine calls this first_fit) | no |
+| `first_fit` | the first row with room, in arrival order (a segment tree over free space) | no |
+| `best_fit_decreasing` | longest first, into the row with the least room that still fits | no |
+| `window` | first-fit-decreasing within windows of `window` consecutive documents (LMMS-Engine's window_W) | no |
+| `streaming` | a bounded buffer of open rows over an iterator; a full buffer emits its fullest row | no |
+
+A document longer than `capacity` is either truncated (the rest dropped and counted) or split into
+capacity-sized pieces first (`overlong="split"`, the pieces counted as fragments).
+The greedy loops are compiled with numba: best-fit-decreasing packs a million documents in well under
+a second here (see benchmarks/packing_speed.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+import torch
+from numba import njit
+
+STRATEGIES = ("concat", "pad", "next_fit", "first_fit", "best_fit_decreasing", "window", "streaming")
+
+
+@dataclass
+class PackPlan:
+    """Segments in row order: row i holds documents[document] tokens [start, start + length)."""
+
+    strategy: str
+    capacity: int
+    row: np.ndarray
+    document: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    rows: int
+    truncated_tokens: int = 0
+
+    def row_fill(self) -> np.ndarray:
+        """Tokens used in each row."""
+        return np.bincount(self.row, weights=self.length, minlength=self.rows).astype(np.int64)
+
+    def segments_of_row(self, r: int) -> list[tuple[int, int, int]]:
+        lo, hi = np.searchsorted(self.row, [r, r + 1])
+        return list(zip(self.document[lo:hi].tolist(), self.start[lo:hi].tolist(), self.length[lo:hi].tolist()))
+
+
+# ---------------------------------------------------------------- overlong documents
+
+
+def _pieces(lengths: np.ndarray, capacity: int, overlong: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(document, start, length) of the items to pack, and the tokens dropped by truncation."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    documents = np.arange(lengths.size, dtype=np.int64)
+    keep = lengths > 0
+    documents, lengths = documents[keep], lengths[keep]
+    if overlong == "truncate":
+        dropped = int(np.maximum(lengths - capacity, 0).sum())
+        return documents, np.zeros_like(lengths), np.minimum(lengths, capacity), dropped
+    if overlong != "split":
+        raise ValueError(f"overlong must be 'truncate' or 'split', got {overlong!r}")
+    counts = -(-lengths // capacity)
+    document = np.repeat(documents, counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    piece = np.arange(document.size) - first
+    start = piece * capacity
+    length = np.minimum(capacity, np.repeat(lengths, counts) - start)
+    return document, start, length, 0
+
+
+# ---------------------------------------------------------------- compiled greedy loops
+
+
+@njit(cache=True)
+def _next_fit(lengths, capacity):  # pragma: no cover - compiled
+    rows = np.empty(lengths.size, np.int64)
+    row, free = -1, 0
+    for i in range(lengths.size):
+        if lengths[i] > free:
+            row += 1
+            free = capacity
+        rows[i] = row
+        free -= lengths[i]
+    return rows, row + 1
+
+
+@njit(cache=True)
+def _first_fit(lengths, capacity):  # pragma: no cover - compiled
+    """Leftmost row with room, by descending a max-segment-tree over the rows' free space."""
+    n = lengths.size
+    size = 1
+    while size < max(n, 1):
+        size *= 2
+    tree = np.full(2 * size, capacity, np.int64)  # every potential row starts empty
+    rows = np.empty(n, np.int64)
+    used = 0
+    for i in range(n):
+        need = lengths[i]
+        node = 1
+        while node < size:
+            node = 2 * node if tree[2 * node] >= need else 2 * node + 1
+        row = node - size
+        rows[i] = row
+        used = max(used, row + 1)
+        tree[node] -= need
+        node //= 2
+        while node >= 1:
+            tree[node] = max(tree[2 * node], tree[2 * node + 1])
+            node //= 2
+    return rows, used
+
+
+@njit(cache=True)
+def _smallest_at_least(count, size, need):  # pragma: no cover - compiled
+    """Smallest leaf value >= need whose count is positive, or -1 (count is a sum segment tree)."""
+    node = need + size
+    if count[node] > 0:
+        return need
+    while node > 1:
+        if node % 2 == 0 and count[node + 1] > 0:
+            node += 1
+            while node < size:
+                node = 2 * node if count[2 * node] > 0 else 2 * node + 1
+            return node - size
+        node //= 2
+    return -1
+
+
+@njit(cache=True)
+def _best_fit(lengths, capacity):  # pragma: no cover - compiled
+    """Row with the least room that fits: rows bucketed by free space (a stack per value), a sum
+    segment tree over the values finds the smallest non-empty bucket >= need in O(log capacity)."""
+    n = lengths.size
+    size = 1
+    while size < capacity + 1:
+        size *= 2
+    count = np.zeros(2 * size, np.int64)
+    head = np.full(capacity + 1, -1, np.int64)
+    below = np.full(n, -1, np.int64)
+    free = np.zeros(n, np.int64)
+    rows = np.empty(n, np.int64)
+    opened = 0
+    for i in range(n):
+        need = lengths[i]
+        value = _smallest_at_least(count, size, need)
+        if value >= 0:
+            row = head[value]
+            head[value] = below[row]
+            leaf = value + size
+            while leaf >= 1:
+                count[leaf] -= 1
+                leaf //= 2
+        else:
+            row = opened
+            opened += 1
+            free[row] = capacity
+        rows[i] = row
+        free[row] -= need
+        value = free[row]
+        below[row] = head[value]
+        head[value] = row
+        leaf = value + size
+        while leaf >= 1:
+            count[leaf] += 1
+            leaf //= 2
+    return rows, opened
+
+
+# ---------------------------------------------------------------- strategies
+
+
+def _plan_from_rows(strategy, capacity, document, start, length, rows, row_count, dropped) -> PackPlan:
+    order = np.argsort(rows, kind="stable")
+    return PackPlan(strategy, capacity, rows[order], document[order], start[order], length[order], int(row_count),
+                    dropped)
+
+
+def pack(lengths: np.ndarray, capacity: int, strategy: str = "best_fit_decreasing", overlong: str = "truncate",
+         window: int = 256, buffer_rows: int = 8) -> PackPlan:
+    """A pack plan for documents of these lengths (e.g. an `.idx`'s `sequence_lengths`)."""
+    if capacity < 1:
+        raise ValueError(f"capacity must be positive, got {capacity}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if strategy == "concat":
+        return _concat(lengths, capacity)
+    if strategy == "streaming":
+        segments = list(stream_pack(iter(lengths.tolist()), capacity, buffer_rows, overlong))
+        return _plan_from_stream(segments, capacity, lengths, overlong)
+    document, start, length, dropped = _pieces(lengths, capacity, overlong)
+    if strategy == "pad":
+        rows, count = np.arange(document.size, dtype=np.int64), document.size
+    elif strategy == "next_fit":
+        rows, count = _next_fit(length, capacity)
+    elif strategy == "first_fit":
+        rows, count = _first_fit(length, capacity)
+    elif strategy == "best_fit_decreasing":
+        order = np.argsort(-length, kind="stable")
+        sorted_rows, count = _best_fit(length[order], capacity)
+        rows = np.empty_like(sorted_rows)
+        rows[order] = sorted_rows
+    elif strategy == "window":
+        rows, count = _window(length, capacity, window)
+    else:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    return _plan_from_rows(strategy, capacity, document, start, length, rows, count, dropped)
+
+
+def _concat(lengths: np.ndarray, capacity: int) -> PackPlan:
+    """Every token in order, cut into rows of `capacity` (the last row may be short)."""
+    present = np.flatnonzero(lengths > 0)
+    sizes = lengths[present]
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if ends.size else 0
+    cuts = np.arange(capacity, total, capacity)
+    boundaries = np.union1d(np.concatenate([[0], ends]), cuts)  # document ends and row cuts
+    seg_start, seg_end = boundaries[:-1], boundaries[1:]
+    k = np.searchsorted(ends, seg_start, side="right")
+    return PackPlan("concat", capacity, (seg_start // capacity).astype(np.int64), present[k].astype(np.int64),
+                    (seg_start - (ends[k] - sizes[k])).astype(np.int64), (seg_end - seg_start).astype(np.int64),
+                    -(-total // capacity), 0)
+
+
+def _window(length: np.ndarray, capacity: int, window: int):
+    rows = np.empty(length.size, np.int64)
+    opened = 0
+    for begin in range(0, length.size, window):
+        part = length[begin:begin + window]
+        order = np.argsort(-part, kind="stable")
+        local, count = _first_fit(part[order], capacity)
+        placed = np.empty_like(local)
+        placed[order] = local
+        rows[begin:begin + window] = placed + opened
+        opened += count
+    return rows, opened
+
+
+def stream_pack(lengths: Iterable[int], capacity: int, buffer_rows: int = 8,
+                overlong: str = "truncate") -> Iterator[list[tuple[int, int, int]]]:
+    """Rows as they fill, from an iterator of document lengths, holding at most `buffer_rows` open rows.
+
+    Each document goes into the first open row with room; when none has room and the buffer is full,
+    the fullest row is emitted. Memory is bounded by the buffer, whatever the corpus size.
+    """
+    open_rows: list[list[tuple[int, int, int]]] = []
+    free: list[int] = []
+    for document, size in enumerate(lengths):
+        pieces = [(0, size)] if size <= capacity else (
+            [(0, capacity)] if overlong == "truncate" else
+            [(s, min(capacity, size - s)) for s in range(0, size, capacity)])
+        for start, piece in pieces:
+            if piece <= 0:
+                continue
+            target = next((i for i, f in enumerate(free) if f >= piece), None)
+            if target is None:
+                if len(open_rows) >= buffer_rows:
+                    fullest = min(range(len(free)), key=free.__getitem__)
+                    yield open_rows.pop(fullest)
+                    free.pop(fullest)
+                open_rows.append([])
+                free.append(capacity)
+                target = len(open_rows) - 1
+            open_rows[target].append((document, start, piece))
+            free[target] -= piece
+    yield from open_rows
+
+
+def _plan_from_stream(rows: list[list[tuple[int, int, int]]], capacity: int, lengths: np.ndarray,
+                      overlong: str) -> PackPlan:
+    flat = [(r, d, s, n) for r, segments in enumerate(rows) for d, s, n in segments]
+    array = np.array(flat, dtype=np.int64).reshape(-1, 4)
+    dropped = int(np.maximum(lengths - capacity, 0).sum()) if overlong == "truncate" else 0
+    return PackPlan("streaming", capacity, array[:, 0], array[:, 1], array[:, 2], array[:, 3], len(rows), dropped)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def plan_metrics(plan: PackPlan, ranks: int = 1) -> dict:
+    """What a plan wastes and how it spreads: padding, truncation, fragments, documents per row, balance."""
+    fill = plan.row_fill()
+    used = int(fill.sum())
+    slots = plan.rows * plan.capacity
+    segments_per_document = np.bincount(plan.document)
+    per_rank = np.array([fill[r::ranks].sum() for r in range(ranks)], dtype=np.int64)
+    return {
+        "strategy": plan.strategy,
+        "rows": plan.rows,
+        "tokens": used,
+        "padding_fraction": 1 - used / slots if slots else 0.0,
+        "truncated_tokens": plan.truncated_tokens,
+        "fragmented_documents": int((segments_per_document > 1).sum()),
+        "documents_per_row": float(np.bincount(plan.row, minlength=plan.rows).mean()) if plan.rows else 0.0,
+        "fill_histogram": np.histogram(fill / plan.capacity, bins=10, range=(0, 1))[0].tolist(),
+        "rank_token_imbalance": float(per_rank.max() / per_rank.mean()) if per_rank.mean() else 1.0,
+    }
+
+
+# ---------------------------------------------------------------- batch tensors
+
+
+def packed_batch(plan: PackPlan, rows: Iterable[int], documents, pad_id: int = 0,
+                 sdpa_mask: bool = False) -> dict[str, torch.Tensor]:
+    """Tensors for some rows of a plan; `documents[d]` gives document d's token ids.
+
+    - `input_ids` [B, C], padding with `pad_id`;
+    - `labels` [B, C]: the next token when it belongs to the same segment, else -100 (padding,
+      a document's last token, the cut end of a fragment);
+    - `position_ids` [B, C], restarting at 0 for every segment;
+    - `cu_seqlens` [S+1] int32: segment boundaries in the flattened batch (a row's padding counts as a segment);
+    - `attention_mask` [B, 1, C, C] bool, True = may attend: causal within a segment (only if `sdpa_mask`).
+    """
+    rows = list(rows)
+    capacity = plan.capacity
+    input_ids = torch.full((len(rows), capacity), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), capacity), -100, dtype=torch.long)
+    position_ids = torch.zeros((len(rows), capacity), dtype=torch.long)
+    segment_id = torch.full((len(rows), capacity), -1, dtype=torch.long)
+    boundaries = [0]
+    for b, r in enumerate(rows):
+        cursor = 0
+        for k, (document, start, length) in enumerate(plan.segments_of_row(r)):
+            ids = torch.as_tensor(np.asarray(documents[document][start:start + length]), dtype=torch.long)
+            input_ids[b, cursor:cursor + length] = ids
+            labels[b, cursor:cursor + length - 1] = ids[1:]
+            position_ids[b, cursor:cursor + length] = torch.arange(length)
+            segment_id[b, cursor:cursor + length] = k
+            cursor += length
+            boundaries.append(b * capacity + cursor)
+        if cursor < capacity:
+            position_ids[b, cursor:] = torch.arange(capacity - cursor)
+            boundaries.append((b + 1) * capacity)
+    out = {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
+           "cu_seqlens": torch.tensor(boundaries, dtype=torch.int32)}
+    if sdpa_mask:
+        causal = torch.tril(torch.ones(capacity, capacity, dtype=torch.bool))
+        same = segment_id[:, :, None] == segment_id[:, None, :]
+        padding = segment_id[:, :, None] < 0
+        eye = torch.eye(capacity, dtype=torch.bool)
+        out["attention_mask"] = ((causal & same & ~padding) | (padding & eye)).unsqueeze(1)
+    return out
