@@ -196,11 +196,23 @@ class BlendedDataset(torch.utils.data.Dataset):
         k = int(self.dataset_index[i])
         return {"dataset_id": k, **self.datasets[k][int(self.dataset_sample_index[i])]}
 
-    def token_share(self, steps: int | None = None) -> np.ndarray:
-        """Cumulative share of samples from each dataset after each step: shape [steps, datasets]."""
-        index = self.dataset_index[:steps]
-        counts = np.stack([np.cumsum(index == k) for k in range(len(self.datasets))], axis=1)
-        return counts / np.arange(1, index.size + 1)[:, None]
+    def mix(self, batch_size: int = 1, steps: int | None = None) -> dict[str, np.ndarray]:
+        """Token share per source as training goes; see `mix_over_steps`."""
+        return mix_over_steps(self.dataset_index, len(self.datasets), batch_size, steps)
+
+
+def mix_over_steps(dataset_index: np.ndarray, sources: int, batch_size: int = 1,
+                   steps: int | None = None) -> dict[str, np.ndarray]:
+    """Share of each source per step (a step = `batch_size` consecutive samples) and cumulatively.
+
+    Every sample has the same number of tokens, so sample shares are token shares. Returns
+    `per_step` and `cumulative`, both [steps, sources].
+    """
+    steps = dataset_index.size // batch_size if steps is None else min(steps, dataset_index.size // batch_size)
+    index = np.asarray(dataset_index[: steps * batch_size]).reshape(steps, batch_size)
+    counts = np.stack([(index == k).sum(axis=1) for k in range(sources)], axis=1)
+    cumulative = np.cumsum(counts, axis=0) / (batch_size * np.arange(1, steps + 1))[:, None]
+    return {"per_step": counts / batch_size, "cumulative": cumulative}
 
 
 def _split_datasets(prefix: str, split: str | None, sizes: list[int | None], seq_length: int, seed: int,

@@ -91,3 +91,74 @@ def line(xs: Sequence[float], ys_by_label: Mapping[str, Sequence[float]], xlabel
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def blend_strip(dataset_index: np.ndarray, names: Sequence[str], title: str):
+    """Which source each of the first samples came from: one coloured cell per sample."""
+    from matplotlib.colors import ListedColormap
+
+    colours = plt.get_cmap("tab10").colors[: len(names)]
+    width = 50
+    cells = np.full(-(-dataset_index.size // width) * width, np.nan)
+    cells[: dataset_index.size] = dataset_index
+    fig, ax = plt.subplots(figsize=(9, 0.35 * cells.size / width + 1.2))
+    ax.imshow(cells.reshape(-1, width), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
+    ax.set_xlabel("sample (within a line of 50)")
+    ax.set_ylabel("line")
+    ax.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours]
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def shares_over_steps(cumulative: np.ndarray, per_step: np.ndarray, names: Sequence[str], targets: Sequence[float],
+                      title: str):
+    """Cumulative share of each source converging to its target; per-step shares as faint points."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    steps = np.arange(1, cumulative.shape[0] + 1)
+    for k, name in enumerate(names):
+        colour = plt.get_cmap("tab10")(k)
+        ax.scatter(steps, per_step[:, k], s=4, alpha=0.25, color=colour)
+        ax.plot(steps, cumulative[:, k], color=colour, label=f"{name} (target {targets[k]:.2f})")
+        ax.axhline(targets[k], color=colour, linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("training step (log scale)")
+    ax.set_ylabel("share of tokens")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def pack_rows(plans: dict, rows: int, title: str):
+    """The first rows of each plan, documents as coloured bars, padding left white."""
+    fig, axes = plt.subplots(len(plans), 1, figsize=(9, 1.0 + 0.55 * rows * len(plans) / 3), sharex=True)
+    axes = np.atleast_1d(axes)
+    cmap = plt.get_cmap("tab20")
+    for ax, (name, plan) in zip(axes, plans.items()):
+        for r in range(min(rows, plan.rows)):
+            cursor = 0
+            for document, _, length in plan.segments_of_row(r):
+                ax.barh(r, length, left=cursor, color=cmap(document % 20), edgecolor="white", linewidth=0.5)
+                cursor += length
+        ax.set_ylim(min(rows, plan.rows) - 0.5, -0.5)
+        ax.set_ylabel(name, rotation=0, ha="right", va="center")
+        ax.set_yticks([])
+    axes[-1].set_xlabel("token position in the row")
+    axes[0].set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str):
+    """Two masks side by side: plain causal, and causal within documents."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
+    for ax, mask, name in zip(axes, (without, with_documents), ("causal only", "causal within each document")):
+        ax.imshow(mask, cmap="Greys", interpolation="nearest")
+        ax.set_title(name)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -9,6 +9,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.packed_loss import compare_packed_and_separate, loss_and_gradients, tiny_llama
 from helpers.packing import STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
 
 lengths_strategy = st.lists(st.integers(0, 300), min_size=1, max_size=120)
@@ -87,26 +88,6 @@ def test_batch_tensors_mark_boundaries():
     assert mask[5].tolist() == [False] * 5 + [True]  # padding attends to itself only
 
 
-def tiny_llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
-    model = LlamaForCausalLM(config).double()
-    model.config._attn_implementation = "sdpa"
-    return model
-
-
-def loss_and_grads(model, input_ids, labels, **kwargs):
-    model.zero_grad()
-    logits = model(input_ids=input_ids, **kwargs).logits
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1),
-                                             ignore_index=-100, reduction="sum")
-    loss.backward()
-    return loss.detach(), {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-
-
 def test_packed_training_is_exact():
     """Loss and gradients on a packed row with document masking equal those of the documents alone."""
     rng = np.random.default_rng(3)
@@ -115,19 +96,28 @@ def test_packed_training_is_exact():
     assert plan.rows == 1
     model = tiny_llama()
     batch = packed_batch(plan, [0], documents, sdpa_mask=True)
-    packed_loss, packed_grads = loss_and_grads(model, batch["input_ids"], batch["labels"],
-                                               attention_mask=batch["attention_mask"],
-                                               position_ids=batch["position_ids"])
+    packed_loss, packed_grads = loss_and_gradients(model, batch["input_ids"], batch["labels"],
+                                                   attention_mask=batch["attention_mask"],
+                                                   position_ids=batch["position_ids"])
     total, grads = torch.zeros((), dtype=torch.float64), None
     for d, ids in documents.items():
         ids = torch.as_tensor(ids).unsqueeze(0)
         labels = torch.cat([ids[:, 1:], torch.tensor([[-100]])], dim=1)
-        loss, g = loss_and_grads(model, ids, labels)
+        loss, g = loss_and_gradients(model, ids, labels)
         total += loss
         grads = g if grads is None else {n: grads[n] + g[n] for n in g}
     assert torch.allclose(packed_loss, total, rtol=1e-10, atol=1e-10)
     for name in grads:
         assert torch.allclose(packed_grads[name], grads[name], rtol=1e-8, atol=1e-10), name
     # and without the document mask the packed loss is different: the mask is doing the work
-    leaky, _ = loss_and_grads(model, batch["input_ids"], batch["labels"], position_ids=batch["position_ids"])
+    leaky, _ = loss_and_gradients(model, batch["input_ids"], batch["labels"], position_ids=batch["position_ids"])
     assert not torch.allclose(leaky, total, rtol=1e-6)
+
+
+def test_comparison_helper_reports_the_same():
+    rng = np.random.default_rng(4)
+    documents = {d: rng.integers(1, 101, size=n) for d, n in enumerate([5, 11, 8])}
+    result = compare_packed_and_separate(tiny_llama(), documents, 32)
+    assert abs(result["packed_loss"] - result["separate_loss"]) < 1e-9
+    assert result["max_gradient_difference"] < 1e-9
+    assert abs(result["unmasked_packed_loss"] - result["separate_loss"]) > 1e-3
