@@ -215,20 +215,12 @@ def mix_over_steps(dataset_index: np.ndarray, sources: int, batch_size: int = 1,
     return {"per_step": counts / batch_size, "cumulative": cumulative}
 
 
-def _split_datasets(prefix: str, split: str | None, sizes: list[int | None], seq_length: int, seed: int,
-                    dataset_kwargs: dict, only: int | None = None) -> list[GPTDataset | None]:
-    """The GPTDataset of each split of one prefix (None where the split has no share)."""
+def _split_dataset(prefix: str, split: str | None, size: int | None, index: int, seq_length: int, seed: int,
+                   dataset_kwargs: dict) -> GPTDataset:
+    """The GPTDataset of one split of one prefix; with no split string, the whole prefix (per-split blends)."""
     indexed = IndexedDataset(prefix)
-    ranges = split_ranges(split, len(indexed)) if split is not None else \
-        [(0, len(indexed)) if i == only else None for i in range(3)]
-    out: list[GPTDataset | None] = []
-    for i, name in enumerate(SPLITS):
-        if ranges[i] is None or (only is not None and i != only):
-            out.append(None)
-            continue
-        out.append(GPTDataset(prefix, ranges[i], sizes[i], seq_length, seed, split_name=name, dataset=indexed,
-                              **dataset_kwargs))
-    return out
+    span = split_ranges(split, len(indexed))[index] if split is not None else (0, len(indexed))
+    return GPTDataset(prefix, span, size, seq_length, seed, split_name=SPLITS[index], dataset=indexed, **dataset_kwargs)
 
 
 def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, seq_length: int, seed: int,
@@ -236,9 +228,7 @@ def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, 
     """One split's dataset from a blend (a GPTDataset for one prefix, else a BlendedDataset)."""
     # Megatron: one prefix is a plain GPTDataset (per-split blends: whatever its weight)
     if len(blend.prefixes) == 1 and (blend.weights is None or split is None):
-        sizes = [None] * 3
-        sizes[index] = size
-        return _split_datasets(blend.prefixes[0], split, sizes, seq_length, seed, dataset_kwargs, None if split else index)[index]
+        return _split_dataset(blend.prefixes[0], split, size, index, seq_length, seed, dataset_kwargs)
     if blend.weights is not None:
         if size is None:
             raise UserError("a weighted blend needs a sample count for each split it builds; fix: pass num_samples")
@@ -246,11 +236,8 @@ def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, 
         buffers = sizes_per_dataset(blend.weights, size, SURPLUS)
     else:
         targets, buffers = None, [None] * len(blend.prefixes)
-    parts = []
-    for prefix, buffer in zip(blend.prefixes, buffers):
-        sizes = [None] * 3
-        sizes[index] = buffer
-        parts.append(_split_datasets(prefix, split, sizes, seq_length, seed, dataset_kwargs, None if split else index)[index])
+    parts = [_split_dataset(prefix, split, buffer, index, seq_length, seed, dataset_kwargs)
+             for prefix, buffer in zip(blend.prefixes, buffers)]
     if blend.weights is not None:
         return BlendedDataset(parts, blend.weights, sum(targets))
     lengths = [len(p) for p in parts]

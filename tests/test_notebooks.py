@@ -76,7 +76,7 @@ def small_corpus(tmp_path_factory, corpus_dir):
     return folder
 
 
-def test_02_and_03_preprocessing_and_inspection_small(tmp_path, small_corpus):
+def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     megatron_dir = tmp_path / "megatron"
     entry = run_notebook(_notebook("02_preprocessing"), tmp_path / "02.ipynb",
                          {"corpus_dir": str(small_corpus), "out_dir": str(megatron_dir), "shard_tokens": 5_000})
@@ -89,6 +89,22 @@ def test_02_and_03_preprocessing_and_inspection_small(tmp_path, small_corpus):
     assert entry["status"] == "ok", entry.get("error")
     assert entry["metrics"]["check_passed.literature"] is True
     assert entry["metrics"]["faults_caught"] == 4
+
+    entry = run_notebook(_notebook("04_blending"), tmp_path / "04.ipynb",
+                         {"dataset_dir": str(megatron_dir), "split": "70,20,10", "train_samples": 300,
+                          "valid_samples": 20, "test_samples": 5, "seq_length": 64, "show_samples": 100})
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["max_cumulative_deviation"] < 0.01
+    assert m["achieved_share.literature"] == pytest.approx(0.5, abs=0.01)
+
+    entry = run_notebook(_notebook("05_packing_visualization"), tmp_path / "05.ipynb",
+                         {"dataset_dir": str(megatron_dir), "capacity": 1024})
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["padding_fraction.best_fit_decreasing"] < m["padding_fraction.pad"]
+    assert m["rows.best_fit_decreasing"] <= min(m[f"rows.{s}"] for s in ("pad", "next_fit", "first_fit", "window"))
+    assert m["packed_loss_gap"] < 1e-9
 
 
 PROBE = """
