@@ -115,35 +115,16 @@ def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
 
 
 @njit(cache=True)
-def _blending_indices(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+def _greedy_blend(weights: np.ndarray, limits: np.ndarray, size: int):  # pragma: no cover - compiled
+    """At each step, the dataset (under its limit) whose count lags `w x max(i, 1)` most; ties: lowest."""
     dataset_index = np.zeros(size, dtype=np.int16)
     sample_index = np.zeros(size, dtype=np.int64)
     counts = np.zeros(weights.size, dtype=np.int64)
     for i in range(size):
         step = max(float(i), 1.0)
-        best, best_error = 0, weights[0] * step - counts[0]
-        for k in range(1, weights.size):
-            error = weights[k] * step - counts[k]
-            if error > best_error:
-                best, best_error = k, error
-        dataset_index[i] = best
-        sample_index[i] = counts[best]
-        counts[best] += 1
-    return dataset_index, sample_index
-
-
-@njit(cache=True)
-def _exhaustive_indices(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    total = sizes.sum()
-    weights = sizes / total
-    dataset_index = np.zeros(total, dtype=np.int16)
-    sample_index = np.zeros(total, dtype=np.int64)
-    counts = np.zeros(sizes.size, dtype=np.int64)
-    for i in range(total):
-        step = max(float(i), 1.0)
         best, best_error = -1, -np.inf
-        for k in range(sizes.size):
-            if counts[k] < sizes[k]:
+        for k in range(weights.size):
+            if counts[k] < limits[k]:
                 error = weights[k] * step - counts[k]
                 if error > best_error:
                     best, best_error = k, error
@@ -159,12 +140,14 @@ def blending_indices(weights: list[float], size: int) -> tuple[np.ndarray, np.nd
     `weights` are used as given (normalise them first): ties are decided by their exact float
     values. A sequential rule (each step depends on all earlier counts), so it is compiled with numba.
     """
-    return _blending_indices(np.asarray(weights, dtype=np.float64), int(size))
+    weights = np.asarray(weights, dtype=np.float64)
+    return _greedy_blend(weights, np.full(weights.size, np.iinfo(np.int64).max), int(size))
 
 
 def exhaustive_blending_indices(sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Every sample of every dataset exactly once, interleaved by the same error rule."""
-    return _exhaustive_indices(np.asarray(sizes, dtype=np.int64))
+    sizes = np.asarray(sizes, dtype=np.int64)
+    return _greedy_blend(sizes / sizes.sum(), sizes, int(sizes.sum()))
 
 
 def sizes_per_dataset(weights: list[float], target: int, surplus: float = 0.0) -> list[int]:
