@@ -283,10 +283,11 @@ def read_jsonl(path: str | os.PathLike, key: str = "text") -> Iterator[dict]:
         raise UserError(f"{path}: no such file; fix: check the path")
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            yield parse_jsonl_line(raw, path, number, key)
+            if raw.strip():
+                yield parse_jsonl_line(raw, path, number, key)
 
 
-def parse_jsonl_line(raw: bytes, path: os.PathLike | str, number: int, key: str = "text") -> dict | None:
+def parse_jsonl_line(raw: bytes, path: os.PathLike | str, number: int, key: str = "text") -> dict:
     """Parse one JSONL line, or raise a `UserError` that names the file, the line and the fix."""
     where = f"{path}:{number}"
     try:

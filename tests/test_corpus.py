@@ -103,3 +103,9 @@ def test_cli_rejects_bad_argument_with_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "--code-mb" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_blank_lines_are_not_records(tmp_path):
+    path = tmp_path / "gaps.jsonl"
+    path.write_text('{"text": "a"}\n\n   \n{"text": "b"}\n')
+    assert [r["text"] for r in read_jsonl(path)] == ["a", "b"]
