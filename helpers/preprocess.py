@@ -141,6 +141,17 @@ def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
     return result
 
 
+def _bounded_map(pool, function, tasks: Iterator, limit: int) -> Iterator:
+    """Results in task order with at most `limit` tasks in flight, so memory stays flat."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(function, (task,)))
+        if len(pending) >= limit:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
 def _check_input(path: Path) -> None:
     if not path.is_file():
         raise UserError(f"{path}: no such file; fix: check --input")
@@ -234,31 +245,21 @@ def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, wo
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     summary = Summary(outputs={k: str(p) for k, p in prefixes.items()}, dtype=dtype.name)
     writers = {key: IndexedWriter(p, dtype) for key, p in prefixes.items()}
-    bar = tqdm(total=None if input_path.suffix == ".gz" else input_path.stat().st_size, unit="B", unit_scale=True, desc=input_path.name, disable=not progress)
+    bar = tqdm(total=None if input_path.suffix == ".gz" else input_path.stat().st_size, unit="B", unit_scale=True,
+               desc=input_path.name, disable=not progress)
     start = time.perf_counter()
     first_skips: list[str] = []
     skipped: Counter = Counter()
     try:
         context = get_context("fork" if sys.platform == "linux" else "spawn")
+        next_log = log_interval
         with context.Pool(workers, initializer=_init_worker, initargs=(settings,)) as pool:
-            pending: deque = deque()
             tasks = _batches(input_path, partition, partitions)
-            exhausted = False
-            while pending or not exhausted:
-                while not exhausted and len(pending) < workers * IN_FLIGHT_PER_WORKER:
-                    task = next(tasks, None)
-                    if task is None:
-                        exhausted = True
-                    else:
-                        pending.append(pool.apply_async(_encode_batch, (task,)))
-                if not pending:
-                    break
-                result: BatchResult = pending.popleft().get()
+            for result in _bounded_map(pool, _encode_batch, tasks, workers * IN_FLIGHT_PER_WORKER):
                 for key, writer in writers.items():
                     writer.add_documents(result.ids[key], result.lengths[key])
-                    summary.empty_documents += int((result.lengths[key] == 0).sum())
-                first = next(iter(writers.values()))
-                summary.documents = first.documents
+                summary.empty_documents += int((result.lengths[json_keys[0]] == 0).sum())
+                summary.documents = writers[json_keys[0]].documents
                 summary.tokens = sum(w.tokens for w in writers.values())
                 summary.blank_lines += result.blank_lines
                 summary.special_documents += result.special_documents
@@ -269,10 +270,10 @@ def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, wo
                 bar.update(result.bytes)
                 bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}",
                                 tok_s=f"{summary.tokens / elapsed:,.0f}", refresh=False)
-                if log_interval and not progress and summary.documents // log_interval != \
-                        (summary.documents - int(result.lengths[json_keys[0]].size)) // log_interval:
+                if log_interval and not progress and summary.documents >= next_log:
                     print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
                           f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
+                    next_log = (summary.documents // log_interval + 1) * log_interval
         if summary.documents == 0:
             raise UserError(f"{input_path}: no document in it (only blank or skipped lines); fix: check --input")
         for writer in writers.values():

@@ -160,3 +160,10 @@ def test_summary_reports_what_was_written(tmp_path):
     for expected in ("documents       3 (1 empty", "tokens          5", "dtype           int32", "bytes written   20",
                      "special-token strings in text: 0"):
         assert expected in result.stdout
+
+
+def test_log_interval_without_progress_bar(tmp_path):
+    jsonl = write_jsonl(tmp_path / "in.jsonl", [f"document {i}" for i in range(25)])
+    result = run_cli("--input", jsonl, "--output-prefix", tmp_path / "o", "--tokenizer", "bytes", "--no-progress",
+                     "--log-interval", "10")
+    assert result.returncode == 0 and "processed 25 documents" in result.stderr
