@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 

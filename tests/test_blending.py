@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from helpers.blending import (Blend, blending_indices, build_datasets, load_blend_file, parse_data_path,
+from helpers.blending import (blending_indices, build_datasets, load_blend_file, parse_data_path,
                               sizes_per_dataset)
 from helpers.errors import UserError
 from helpers.gpt_dataset import GPTDataset, document_masks, split_ranges

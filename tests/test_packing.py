@@ -4,7 +4,6 @@ and packed training with document masking is exactly the same as training on doc
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
