@@ -20,6 +20,7 @@ from typing import Any
 
 from .env import read_metrics
 from .errors import UserError, run_cli
+from .yaml_file import read_yaml
 from .paths import NOTEBOOK_DIR
 
 KERNEL = "python3"
@@ -58,16 +59,7 @@ def grid_combinations(grid: dict[str, list]) -> list[dict[str, Any]]:
 
 def load_grid(path: Path) -> dict[str, list]:
     """A grid file (YAML or JSON): a mapping of parameter name to a list of values."""
-    import yaml
-
-    if not path.exists():
-        raise UserError(f"{path}: no such grid file")
-    try:
-        grid = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise UserError(f"{where}: not valid YAML ({getattr(err, 'problem', err)}); fix: name: [value, ...] per line") from None
+    grid = read_yaml(path, "grid file", "'sample_chars: [100000, 1000000]'")
     if not isinstance(grid, dict):
         raise UserError(f"{path}: a grid is a mapping of parameter name to a list of values")
     return grid

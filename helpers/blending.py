@@ -25,6 +25,7 @@ import torch
 from numba import njit
 
 from .errors import UserError
+from .yaml_file import read_yaml
 from .gpt_dataset import SPLITS, GPTDataset, split_bookends, split_ranges
 from .indexed import IndexedDataset, idx_path
 
@@ -87,17 +88,8 @@ def normalize(weights: list[float]) -> list[float]:
 def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
     """A per-split blend file (YAML or JSON): `train:`, `valid:`, `test:`, each a `--data-path` list
     or a mapping of prefix to weight. A missing split gets no dataset."""
-    import yaml
-
     path = Path(path)
-    if not path.exists():
-        raise UserError(f"{path}: no such blend file")
-    try:
-        content = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise UserError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML/JSON; "
-                        "fix: 'train: [0.7, prefix_a, 0.3, prefix_b]'") from None
+    content = read_yaml(path, "blend file", "'train: [0.7, prefix_a, 0.3, prefix_b]'")
     if not isinstance(content, dict) or not set(content) <= set(SPLITS):
         raise UserError(f"{path}: a blend file maps train/valid/test to blends; found {content!r:.80}")
     blends: dict[str, Blend | None] = {}

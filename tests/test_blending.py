@@ -210,3 +210,12 @@ def test_cache_is_keyed_by_the_data_files(prefixes, tmp_path):
     changed = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
     assert len(list((tmp_path / "cache").iterdir())) == 2
     assert not np.array_equal(changed.sample_index, first.sample_index) or changed.tokens_per_epoch != first.tokens_per_epoch
+
+
+def test_bad_blend_file_names_the_line(tmp_path):
+    path = tmp_path / "blend.yaml"
+    path.write_text("train: [0.5, a\nvalid: [\n")
+    with pytest.raises(UserError, match=rf"{path}:\d+: not valid YAML/JSON.*fix:"):
+        load_blend_file(path)
+    with pytest.raises(UserError, match="no such blend file"):
+        load_blend_file(tmp_path / "absent.yaml")
