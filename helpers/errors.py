@@ -21,3 +21,11 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     sys.exit(code or 0)
+
+
+class DataNotFoundError(UserError, FileNotFoundError):
+    """Data that should be on disk is not: the message names the path and the command that makes it.
+
+    Both a `UserError` (one line, exit 2 on the command line) and a `FileNotFoundError` (what Python
+    code catches for a missing file). Real data missing is never a reason to fall back to random tokens.
+    """
