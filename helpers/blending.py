@@ -26,7 +26,9 @@ from numba import njit
 
 from .errors import UserError
 from .yaml_file import read_yaml
-from .gpt_dataset import SPLITS, GPTDataset, split_bookends, split_ranges
+from .errors import DataNotFoundError
+from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_ranges
+from .layout import from_windows
 from .indexed import IndexedDataset, idx_path
 
 SURPLUS = 0.005
@@ -74,8 +76,9 @@ def parse_data_path(items: list[str] | str) -> Blend:
         blend = Blend(prefixes, normalize(weights))
     for prefix in blend.prefixes:
         if not idx_path(prefix).exists():
-            raise UserError(f"dataset prefix {prefix}: {idx_path(prefix)} not found; fix: preprocess it first "
-                            "(python -m helpers.preprocess) or correct the path")
+            raise DataNotFoundError(f"dataset prefix {prefix}: {idx_path(prefix)} not found; fix: make it with "
+                                    f"python -m helpers.preprocess --input FILE.jsonl --output-prefix PREFIX "
+                                    "--tokenizer NAME --append-eod (it writes PREFIX_text_document), or correct the path")
     return blend
 
 
@@ -171,6 +174,25 @@ class BlendedDataset(torch.utils.data.Dataset):
         k = int(self.dataset_index[i])
         return {"dataset_id": k, **self.datasets[k][int(self.dataset_sample_index[i])]}
 
+    @property
+    def config(self) -> GPTDatasetConfig:
+        return self.datasets[0].config
+
+    def windows(self, sample_ids) -> np.ndarray:
+        """`[n, seq_length + 1]` token windows of blend samples `sample_ids`, gathered per source dataset."""
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        sources, within = self.dataset_index[sample_ids], self.dataset_sample_index[sample_ids]
+        out = np.empty((sample_ids.size, self.config.seq_length + 1), dtype=np.int64)
+        for k in np.unique(sources):
+            chosen = sources == k
+            out[chosen] = self.datasets[int(k)].windows(within[chosen])
+        return out
+
+    def batch(self, sample_ids) -> dict:
+        """Samples `sample_ids` as one batch in the layout of `helpers.layout`."""
+        c = self.config
+        return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+
     def mix(self, batch_size: int = 1, steps: int | None = None) -> dict[str, np.ndarray]:
         """Token share per source as training goes; see `mix_over_steps`."""
         return mix_over_steps(self.dataset_index, len(self.datasets), batch_size, steps)
@@ -190,20 +212,19 @@ def mix_over_steps(dataset_index: np.ndarray, sources: int, batch_size: int = 1,
     return {"per_step": counts / batch_size, "cumulative": cumulative}
 
 
-def _split_dataset(prefix: str, split: str | None, size: int | None, index: int, seq_length: int, seed: int,
-                   dataset_kwargs: dict) -> GPTDataset:
+def _split_dataset(prefix: str, split: str | None, size: int | None, index: int,
+                   config: GPTDatasetConfig) -> GPTDataset:
     """The GPTDataset of one split of one prefix; with no split string, the whole prefix (per-split blends)."""
     indexed = IndexedDataset(prefix)
     span = split_ranges(split, len(indexed))[index] if split is not None else (0, len(indexed))
-    return GPTDataset(prefix, span, size, seq_length, seed, split_name=SPLITS[index], dataset=indexed, **dataset_kwargs)
+    return GPTDataset(prefix, span, size, config, split_name=SPLITS[index], dataset=indexed)
 
 
-def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, seq_length: int, seed: int,
-                 dataset_kwargs: dict):
+def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, config: GPTDatasetConfig):
     """One split's dataset from a blend (a GPTDataset for one prefix, else a BlendedDataset)."""
     # Megatron: one prefix is a plain GPTDataset (per-split blends: whatever its weight)
     if len(blend.prefixes) == 1 and (blend.weights is None or split is None):
-        return _split_dataset(blend.prefixes[0], split, size, index, seq_length, seed, dataset_kwargs)
+        return _split_dataset(blend.prefixes[0], split, size, index, config)
     if blend.weights is not None:
         if size is None:
             raise UserError("a weighted blend needs a sample count for each split it builds; fix: pass num_samples")
@@ -211,14 +232,25 @@ def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, 
         buffers = sizes_per_dataset(blend.weights, size, SURPLUS)
     else:
         targets, buffers = None, [None] * len(blend.prefixes)
-    parts = [_split_dataset(prefix, split, buffer, index, seq_length, seed, dataset_kwargs)
-             for prefix, buffer in zip(blend.prefixes, buffers)]
+    parts = [_split_dataset(prefix, split, buffer, index, config) for prefix, buffer in zip(blend.prefixes, buffers)]
     if blend.weights is not None:
         return BlendedDataset(parts, blend.weights, sum(targets))
     lengths = [len(p) for p in parts]
     if size is not None:
         return BlendedDataset(parts, lengths, min(size, sum(lengths)))
     return BlendedDataset(parts, None, None)
+
+
+def build_split(data_path: list[str] | Blend, split: str, split_name: str, num_samples: int | None,
+                config: GPTDatasetConfig):
+    """The dataset of one split (`train`, `valid` or `test`) of a `--data-path` blend, and nothing else."""
+    if split_name not in SPLITS:
+        raise UserError(f"split name '{split_name}' is not one of {', '.join(SPLITS)}")
+    blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
+    index = SPLITS.index(split_name)
+    if split_bookends(split)[index] is None:
+        raise UserError(f"--split {split} gives the {split_name} split no share; fix: give it a positive share")
+    return _blend_split(blend, split, num_samples, index, config)
 
 
 def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_samples, seq_length: int, seed: int,
@@ -228,16 +260,17 @@ def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_s
 
     `num_samples` is a 3-tuple (None: one pass over that split); a split whose share is 0 is None.
     Either `data_path` with `split`, or `blend_per_split` (each split its own blend, no split string).
+    `document_options`: `reset_position_ids`, `eod_mask_loss` (see `GPTDatasetConfig`).
     """
     if len(num_samples) != 3:
         raise UserError(f"num_samples must give train, valid and test counts, got {num_samples!r}")
-    kwargs = {"eod_id": eod_id, "cache_dir": cache_dir, **document_options}
+    config = GPTDatasetConfig(seq_length, seed, eod_id, cache_dir=None if cache_dir is None else str(cache_dir),
+                              **document_options)
     if blend_per_split is not None:
         return tuple(None if blend_per_split.get(name) is None else
-                     _blend_split(blend_per_split[name], None, num_samples[i], i, seq_length, seed, kwargs)
+                     _blend_split(blend_per_split[name], None, num_samples[i], i, config)
                      for i, name in enumerate(SPLITS))
     blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
     bookends = split_bookends(split)
-    return tuple(None if bookends[i] is None else
-                 _blend_split(blend, split, num_samples[i], i, seq_length, seed, kwargs)
+    return tuple(None if bookends[i] is None else _blend_split(blend, split, num_samples[i], i, config)
                  for i in range(3))

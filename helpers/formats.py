@@ -76,7 +76,7 @@ def indexed_to_shards(prefix: str | os.PathLike, out_dir: str | os.PathLike, tok
         raise UserError(f"validation fraction must be in [0, 1), got {val_fraction}")
     ds = IndexedDataset(prefix)
     dtype = np.dtype(dtype or ds.dtype)
-    tokens = np.frombuffer(ds._data, ds.dtype, ds.num_tokens) if ds.num_tokens else np.zeros(0, ds.dtype)
+    tokens = ds.tokens
     if dtype.kind not in "iu" or (tokens.size and int(tokens.max()) > np.iinfo(dtype).max):
         raise UserError(f"{dtype} cannot hold this dataset's ids; fix: choose uint32 or {ds.dtype}")
     out_dir = Path(out_dir)

@@ -11,8 +11,9 @@ Three indices, from one `numpy.random.RandomState(seed)` in Megatron's order:
   `searchsorted` instead of a loop;
 - **shuffle index**: a permutation of the samples (the last partial epoch, again, on its own).
 
-Indices are cached on disk under a name that hashes the parameters *and* the data files' size,
-modification time and index bytes, so a changed dataset never reuses stale indices.
+Indices are cached on disk (when a cache folder is given) under a name that hashes the parameters
+and the data's fingerprint (file sizes and the `.idx` header and ends), so a changed dataset never
+reuses stale indices. Samples come out in the one batch layout of `helpers.layout`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +31,8 @@ import numpy as np
 import torch
 
 from .errors import UserError
-from .indexed import IndexedDataset, bin_path, idx_path
+from .indexed import IndexedDataset, fingerprint
+from .layout import from_windows
 
 SPLITS = ("train", "valid", "test")
 SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
@@ -103,14 +107,26 @@ def build_shuffle_index(num_samples: int, total: int, rng: np.random.RandomState
     return np.concatenate([first, last])
 
 
-def _files_fingerprint(prefix: Path) -> str:
-    """Size and modification time of the .bin and .idx, and a hash of the .idx bytes."""
-    parts = []
-    for path in (bin_path(prefix), idx_path(prefix)):
-        stat = path.stat()
-        parts.append(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}")
-    parts.append(hashlib.sha256(idx_path(prefix).read_bytes()).hexdigest())
-    return "|".join(parts)
+@dataclass(frozen=True)
+class GPTDatasetConfig:
+    """How samples are cut from a split, as Megatron's flags say it (one frozen object, passed down whole).
+
+    `reset_position_ids` and `eod_mask_loss` are Megatron's `--reset-position-ids` and `--eod-mask-loss`;
+    document boundaries always travel as `document_ids`, from which `--reset-attention-mask`'s mask follows.
+    """
+
+    seq_length: int
+    seed: int = 1234
+    eod_id: int | None = None
+    reset_position_ids: bool = False
+    eod_mask_loss: bool = False
+    cache_dir: str | None = None
+
+    def __post_init__(self):
+        if self.seq_length < 1:
+            raise UserError(f"seq_length must be at least 1, got {self.seq_length}")
+        if (self.reset_position_ids or self.eod_mask_loss) and self.eod_id is None:
+            raise UserError("document-aware samples need the EOD id; fix: pass eod_id (the sidecar has it)")
 
 
 @dataclass(frozen=True)
@@ -122,28 +138,31 @@ class SampleIndices:
     tokens_per_epoch: int
 
 
+INDEX_NAMES = ("document_index", "sample_index", "shuffle_index")
+
+
+def _distributed_rank() -> int | None:
+    """This process's rank when torch.distributed runs several processes, else None."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized() \
+            and torch.distributed.get_world_size() > 1:
+        return torch.distributed.get_rank()
+    return None
+
+
 class GPTDataset(torch.utils.data.Dataset):
     """Samples of `seq_length + 1` tokens from one split of an indexed dataset, as megatron-core makes them.
 
-    `ds[i]` → dict of tensors: `tokens`, `labels` (tokens shifted by one), `loss_mask`, `position_ids`;
-    with `reset_position_ids`, positions restart after each EOD; with `eod_mask_loss`, the loss
-    ignores positions whose input is EOD; with `reset_attention_mask`, `attention_mask` (True = masked)
-    stops attention at document boundaries.
+    `ds[i]` is one sample in the layout of `helpers.layout` (1-D tensors); `ds.windows(ids)` gathers
+    the raw `[n, seq_length + 1]` token windows of many samples in one vectorised pass.
     """
 
     def __init__(self, prefix: str | os.PathLike, split_range: tuple[int, int], num_samples: int | None,
-                 seq_length: int, seed: int, split_name: str = "train", eod_id: int | None = None,
-                 reset_position_ids: bool = False, reset_attention_mask: bool = False, eod_mask_loss: bool = False,
-                 cache_dir: str | os.PathLike | None = None, dataset: IndexedDataset | None = None):
+                 config: GPTDatasetConfig, split_name: str = "train", dataset: IndexedDataset | None = None):
         self.prefix = Path(prefix)
         self.dataset = dataset or IndexedDataset(prefix)
-        self.split_name, self.split_range = split_name, split_range
-        self.seq_length, self.seed, self.num_samples_requested = seq_length, seed, num_samples
-        self.eod_id = eod_id
-        self.reset_position_ids, self.reset_attention_mask, self.eod_mask_loss = \
-            reset_position_ids, reset_attention_mask, eod_mask_loss
-        if (reset_position_ids or reset_attention_mask or eod_mask_loss) and eod_id is None:
-            raise UserError("document-aware samples need the EOD id; fix: pass eod_id")
+        self.config = config
+        self.split_name, self.split_range, self.num_samples_requested = split_name, split_range, num_samples
+        self.seq_length = config.seq_length
         begin, end = split_range
         self.documents = np.arange(begin, end, dtype=np.int32)
         tokens = int(self.dataset.sequence_lengths[begin:end].sum(dtype=np.int64))
@@ -151,17 +170,18 @@ class GPTDataset(torch.utils.data.Dataset):
             raise UserError(f"{self.prefix}: the {split_name} split gets sequences [{begin}, {end}) holding "
                             f"{tokens} tokens, but samples are asked of it ({num_samples or 'one epoch'}); "
                             "fix: give it a larger share in --split or ask for no samples")
-        indices = self._load_or_build(tokens, cache_dir)
+        indices = self._load_or_build(tokens)
         self.document_index, self.sample_index, self.shuffle_index = \
             indices.document_index, indices.sample_index, indices.shuffle_index
         self.epochs, self.tokens_per_epoch = indices.epochs, indices.tokens_per_epoch
+        self._gather = None
 
     # ------------------------------------------------------------ index building
 
     def description(self) -> dict:
         return {"class": "GPTDataset", "prefix": str(self.prefix.resolve()), "split": self.split_name,
                 "range": list(self.split_range), "num_samples": self.num_samples_requested,
-                "seq_length": self.seq_length, "seed": self.seed, "files": _files_fingerprint(self.prefix)}
+                "seq_length": self.seq_length, "seed": self.config.seed, "files": fingerprint(self.prefix)}
 
     def _build(self, tokens_per_epoch: int) -> SampleIndices:
         epochs = number_of_epochs(tokens_per_epoch, self.num_samples_requested, self.seq_length)
@@ -171,7 +191,7 @@ class GPTDataset(torch.utils.data.Dataset):
             from_final = self.num_samples_requested - before_final
             per_epoch = (tokens_per_epoch - 1) // self.seq_length
             separate = from_final < int(SEPARATE_FINAL_EPOCH_THRESHOLD * per_epoch)
-        rng = np.random.RandomState(self.seed)
+        rng = np.random.RandomState(self.config.seed)
         document_index = build_document_index(self.documents, epochs, rng, separate)
         num_samples = (epochs * tokens_per_epoch - 1) // self.seq_length
         sample_index = build_sample_index(self.dataset.sequence_lengths, document_index, self.seq_length, num_samples)
@@ -179,30 +199,25 @@ class GPTDataset(torch.utils.data.Dataset):
         shuffle_index = build_shuffle_index(first, num_samples, rng)
         return SampleIndices(document_index, sample_index, shuffle_index, epochs, tokens_per_epoch)
 
-    def _load_or_build(self, tokens_per_epoch: int, cache_dir) -> SampleIndices:
-        if cache_dir is None:
+    def _load_or_build(self, tokens_per_epoch: int) -> SampleIndices:
+        """Build the indices, or load them from `config.cache_dir`; under torch.distributed rank 0 builds
+        and saves while the other ranks wait at a barrier, then load its files."""
+        if self.config.cache_dir is None:
             return self._build(tokens_per_epoch)
         description = json.dumps(self.description(), sort_keys=True)
         key = hashlib.sha256(description.encode()).hexdigest()[:16]
-        folder = Path(cache_dir) / f"gpt-{self.split_name}-{key}"
-        names = ("document_index", "sample_index", "shuffle_index")
+        folder = Path(self.config.cache_dir) / f"gpt-{self.split_name}-{key}"
+        rank = _distributed_rank()
+        if rank not in (None, 0):
+            torch.distributed.barrier()
+            return _load_indices(folder)
         if (folder / "description.json").exists():
-            meta = json.loads((folder / "description.json").read_text())
-            arrays = [np.load(folder / f"{n}.npy", mmap_mode="r") for n in names]
-            return SampleIndices(*arrays, meta["epochs"], meta["tokens_per_epoch"])
-        indices = self._build(tokens_per_epoch)
-        tmp = folder.with_name(folder.name + f".tmp-{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            np.save(tmp / f"{name}.npy", getattr(indices, name))
-        (tmp / "description.json").write_text(json.dumps(
-            {**json.loads(description), "epochs": indices.epochs, "tokens_per_epoch": tokens_per_epoch}, indent=2))
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first: use its files
-            for path in tmp.iterdir():
-                path.unlink()
-            tmp.rmdir()
+            indices = _load_indices(folder)
+        else:
+            indices = self._build(tokens_per_epoch)
+            _save_indices(folder, indices, json.loads(description))
+        if rank == 0:
+            torch.distributed.barrier()
         return indices
 
     # ------------------------------------------------------------ samples
@@ -210,51 +225,65 @@ class GPTDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return self.sample_index.shape[0] - 1
 
+    def _stream_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each entry of the document index starts in the sample stream, and the shift from a
+        stream position to its element in the `.bin` (built once, on first use)."""
+        if self._gather is None:
+            lengths = self.dataset.sequence_lengths[self.document_index].astype(np.int64)
+            starts = np.zeros(lengths.size + 1, dtype=np.int64)
+            np.cumsum(lengths, out=starts[1:])
+            first_element = self.dataset.sequence_pointers[self.document_index] // self.dataset.dtype.itemsize
+            self._gather = (starts, first_element - starts[:-1])
+        return self._gather
+
+    def windows(self, sample_ids) -> np.ndarray:
+        """`[n, seq_length + 1]` int64 token windows of samples `sample_ids` (after shuffling), gathered
+        in one pass: sample j starts at token j x seq_length of the shuffled documents' stream."""
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
+            raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
+        starts, shift = self._stream_map()
+        positions = (self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length)[:, None] \
+            + np.arange(self.seq_length + 1)
+        entry = np.searchsorted(starts, positions, side="right") - 1
+        return self.dataset.tokens[positions + shift[entry]].astype(np.int64)
+
     def sample_tokens(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `seq_length + 1` token ids of sample i (after shuffling), and the documents they come from."""
+        """The `seq_length + 1` token ids of sample i (after shuffling), and the sequences they come from."""
         j = int(self.shuffle_index[i])
-        (first, offset), (last, end_offset) = self.sample_index[j], self.sample_index[j + 1]
-        parts, documents = [], []
-        for position in range(int(first), int(last) + 1):
-            sequence = int(self.document_index[position])
-            start = int(offset) if position == first else 0
-            stop = int(end_offset) + 1 if position == last else int(self.dataset.sequence_lengths[sequence])
-            parts.append(self.dataset.get(sequence, start, stop - start))
-            documents.append(sequence)
-        return np.concatenate(parts).astype(np.int64), np.array(documents, dtype=np.int64)
+        first, last = int(self.sample_index[j][0]), int(self.sample_index[j + 1][0])
+        return self.windows([i])[0], self.document_index[first:last + 1].astype(np.int64)
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        """Samples `sample_ids` as one batch in the layout of `helpers.layout`."""
+        c = self.config
+        return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         if not -len(self) <= i < len(self):
             raise IndexError(f"sample {i} out of range for {len(self)} samples")
-        text, _ = self.sample_tokens(i % len(self))
-        text = torch.from_numpy(text)
-        tokens, labels = text[:-1].contiguous(), text[1:].contiguous()
-        item = {"tokens": tokens, "labels": labels}
-        item.update(document_masks(tokens, self.eod_id, self.reset_position_ids, self.reset_attention_mask,
-                                   self.eod_mask_loss))
-        return item
+        return {k: v[0] for k, v in self.batch([i % len(self)]).items()}
 
 
-def document_masks(tokens: torch.Tensor, eod_id: int | None, reset_position_ids: bool = False,
-                   reset_attention_mask: bool = False, eod_mask_loss: bool = False) -> dict[str, torch.Tensor]:
-    """loss_mask, position_ids and (when asked) a causal attention mask that stops at EOD boundaries.
+def _load_indices(folder: Path) -> SampleIndices:
+    meta = json.loads((folder / "description.json").read_text())
+    arrays = [np.load(folder / f"{n}.npy", mmap_mode="r") for n in INDEX_NAMES]
+    return SampleIndices(*arrays, meta["epochs"], meta["tokens_per_epoch"])
 
-    The attention mask is boolean with True meaning *masked*, as megatron-core returns it.
-    """
-    n = tokens.numel()
-    loss_mask = torch.ones(n, dtype=torch.float)
-    if eod_mask_loss:
-        loss_mask[tokens == eod_id] = 0.0
-    position_ids = torch.arange(n, dtype=torch.long)
-    # document number of each position: it increases right after each EOD
-    is_eod = (tokens == eod_id) if eod_id is not None else torch.zeros(n, dtype=torch.bool)
-    document = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.long), is_eod[:-1].long()]), 0)
-    if reset_position_ids:
-        starts = torch.nonzero(torch.cat([torch.ones(1, dtype=torch.bool), is_eod[:-1]])).flatten()
-        position_ids = position_ids - starts[document]
-    out = {"loss_mask": loss_mask, "position_ids": position_ids}
-    if reset_attention_mask:
-        causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
-        same_document = document[:, None] == document[None, :]
-        out["attention_mask"] = ~(causal & same_document).unsqueeze(0)
-    return out
+
+def _save_indices(folder: Path, indices: SampleIndices, description: dict) -> None:
+    """Write under a name unique to this process and thread, rename into place last; a failure leaves nothing."""
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        for name in INDEX_NAMES:
+            np.save(tmp / f"{name}.npy", getattr(indices, name))
+        (tmp / "description.json").write_text(json.dumps(
+            {**description, "epochs": indices.epochs, "tokens_per_epoch": indices.tokens_per_epoch}, indent=2))
+        os.replace(tmp, folder)
+    except OSError:
+        if not (folder / "description.json").exists():  # not just another process finishing first
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -17,6 +17,7 @@ A document made by Megatron's preprocessing is one sequence (or none, for an emp
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import struct
@@ -219,8 +220,20 @@ class IndexedDataset:
         self._data = (np.memmap(data_file, dtype=np.uint8, mode="r") if self.bin_bytes
                       else np.zeros(0, np.uint8))
 
+    def __getstate__(self) -> dict:
+        """Pickle by prefix: a DataLoader worker reopens the memory maps instead of receiving a copy."""
+        return {"prefix": str(self.prefix)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["prefix"])
+
     def __len__(self) -> int:
         return self.sequence_lengths.size
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Every token of the `.bin` as one flat array in the dataset's dtype (a view, nothing is read)."""
+        return np.frombuffer(self._data, dtype=self.dtype, count=self.bin_bytes // self.dtype.itemsize)
 
     @property
     def document_count(self) -> int:
@@ -257,6 +270,24 @@ class IndexedDataset:
     def __repr__(self) -> str:
         return (f"IndexedDataset({str(self.prefix)!r}: {len(self):,} sequences, {self.document_count:,} documents, "
                 f"{self.num_tokens:,} tokens, {self.dtype})")
+
+
+FINGERPRINT_BYTES = 1 << 20
+
+
+def fingerprint(prefix: str | os.PathLike) -> str:
+    """A short digest that tells datasets apart without reading them whole: both files' sizes and a hash
+    of the `.idx` header, its first and last MiB (lengths, pointers, document indices live there)."""
+    digest = hashlib.sha256()
+    for path in (bin_path(prefix), idx_path(prefix)):
+        digest.update(f"{path.suffix}:{path.stat().st_size};".encode())
+    with open(idx_path(prefix), "rb") as handle:
+        digest.update(handle.read(FINGERPRINT_BYTES))
+        size = idx_path(prefix).stat().st_size
+        if size > FINGERPRINT_BYTES:
+            handle.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+            digest.update(handle.read())
+    return digest.hexdigest()[:16]
 
 
 def merge(prefixes: Sequence[str | os.PathLike], output_prefix: str | os.PathLike) -> Path:

@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from numba import njit
 
+from .layout import IGNORE_INDEX, attention_mask, positions_within_documents
+
 STRATEGIES = ("concat", "pad", "next_fit", "first_fit", "best_fit_decreasing", "window", "streaming")
 
 
@@ -308,41 +310,27 @@ def plan_metrics(plan: PackPlan, ranks: int = 1) -> dict:
 
 def packed_batch(plan: PackPlan, rows: Iterable[int], documents, pad_id: int = 0,
                  sdpa_mask: bool = False) -> dict[str, torch.Tensor]:
-    """Tensors for some rows of a plan; `documents[d]` gives document d's token ids.
+    """Some rows of a plan in the batch layout of `helpers.layout`; `documents[d]` gives document d's ids.
 
-    - `input_ids` [B, C], padding with `pad_id`;
-    - `labels` [B, C]: the next token when it belongs to the same segment, else -100 (padding,
-      a document's last token, the cut end of a fragment);
-    - `position_ids` [B, C], restarting at 0 for every segment;
-    - `cu_seqlens` [S+1] int32: segment boundaries in the flattened batch (a row's padding counts as a segment);
-    - `attention_mask` [B, 1, C, C] bool, True = may attend: causal within a segment (only if `sdpa_mask`).
+    Padding is `pad_id` with document id -1; labels are the next token of the same segment, else -100
+    (padding, a document's last token, the cut end of a fragment); positions restart at every segment.
+    With `sdpa_mask`, also the derived `attention_mask` ([B, 1, C, C], True = may attend).
     """
     rows = list(rows)
     capacity = plan.capacity
     input_ids = torch.full((len(rows), capacity), pad_id, dtype=torch.long)
-    labels = torch.full((len(rows), capacity), -100, dtype=torch.long)
-    position_ids = torch.zeros((len(rows), capacity), dtype=torch.long)
-    segment_id = torch.full((len(rows), capacity), -1, dtype=torch.long)
-    boundaries = [0]
+    labels = torch.full((len(rows), capacity), IGNORE_INDEX, dtype=torch.long)
+    document_ids = torch.full((len(rows), capacity), -1, dtype=torch.long)
     for b, r in enumerate(rows):
         cursor = 0
         for k, (document, start, length) in enumerate(plan.segments_of_row(r)):
             ids = torch.as_tensor(np.asarray(documents[document][start:start + length]), dtype=torch.long)
             input_ids[b, cursor:cursor + length] = ids
             labels[b, cursor:cursor + length - 1] = ids[1:]
-            position_ids[b, cursor:cursor + length] = torch.arange(length)
-            segment_id[b, cursor:cursor + length] = k
+            document_ids[b, cursor:cursor + length] = k
             cursor += length
-            boundaries.append(b * capacity + cursor)
-        if cursor < capacity:
-            position_ids[b, cursor:] = torch.arange(capacity - cursor)
-            boundaries.append((b + 1) * capacity)
-    out = {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
-           "cu_seqlens": torch.tensor(boundaries, dtype=torch.int32)}
+    out = {"input_ids": input_ids, "labels": labels, "position_ids": positions_within_documents(document_ids),
+           "document_ids": document_ids}
     if sdpa_mask:
-        causal = torch.tril(torch.ones(capacity, capacity, dtype=torch.bool))
-        same = segment_id[:, :, None] == segment_id[:, None, :]
-        padding = segment_id[:, :, None] < 0
-        eye = torch.eye(capacity, dtype=torch.bool)
-        out["attention_mask"] = ((causal & same & ~padding) | (padding & eye)).unsqueeze(1)
+        out["attention_mask"] = attention_mask(document_ids)
     return out

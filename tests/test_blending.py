@@ -11,7 +11,9 @@ import pytest
 from helpers.blending import (blending_indices, build_datasets, load_blend_file, parse_data_path,
                               sizes_per_dataset)
 from helpers.errors import UserError
-from helpers.gpt_dataset import GPTDataset, document_masks, split_ranges
+from helpers import gpt_dataset
+from helpers.gpt_dataset import GPTDataset, split_ranges
+from helpers.layout import BATCH_KEYS, IGNORE_INDEX, attention_mask, from_windows, loss_mask
 from helpers.preprocess import preprocess
 
 with warnings.catch_warnings():
@@ -57,15 +59,23 @@ def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=No
         return BlendedMegatronDatasetBuilder(MegatronGPTDataset, list(sizes), lambda: True, config).build()
 
 
-def assert_same_samples(ours, theirs, keys=("tokens", "labels", "loss_mask", "position_ids")):
+def assert_same_samples(ours, theirs):
+    """Our layout against Megatron's: input_ids = tokens, labels at -100 where loss_mask is 0, same positions;
+    samples one at a time and gathered as one batch agree."""
     assert (ours is None) == (theirs is None)
     if ours is None:
         return
     assert len(ours) == len(theirs)
+    batch = ours.batch(np.arange(len(ours)))
     for i in range(len(ours)):
         a, b = ours[i], theirs[i]
-        for key in keys:
-            assert torch.equal(torch.as_tensor(a[key]), torch.as_tensor(b[key]).to(torch.as_tensor(a[key]).dtype)), (i, key)
+        assert torch.equal(a["input_ids"], b["tokens"].long()), i
+        expected_labels = torch.where(b["loss_mask"] > 0, b["labels"].long(), torch.tensor(IGNORE_INDEX))
+        assert torch.equal(a["labels"], expected_labels), i
+        assert torch.equal(a["position_ids"], b["position_ids"].long()), i
+        assert torch.equal(loss_mask(a["labels"]), b["loss_mask"]), i
+        for key in BATCH_KEYS:
+            assert torch.equal(batch[key][i], a[key]), (i, key)
         if "dataset_id" in b:
             assert a["dataset_id"] == int(b["dataset_id"])
 
@@ -129,23 +139,25 @@ def test_per_split_blends_equal_megatron(prefixes, tmp_path):
 
 
 def test_document_aware_variants_equal_megatron(prefixes):
-    options = {"reset_position_ids": True, "reset_attention_mask": True, "eod_mask_loss": True}
+    options = {"reset_position_ids": True, "eod_mask_loss": True}
     ours = build_datasets([prefixes["docs"]], "100,0,0", (50, None, None), 128, 11, eod_id=EOD, **options)[0]
-    theirs = megatron_build([prefixes["docs"]], "100,0,0", (50, None, None), 128, 11, **options)[0]
+    theirs = megatron_build([prefixes["docs"]], "100,0,0", (50, None, None), 128, 11, reset_attention_mask=True,
+                            **options)[0]
     assert_same_samples(ours, theirs)
-    for i in range(len(ours)):
-        assert torch.equal(ours[i]["attention_mask"], theirs[i]["attention_mask"])
-    assert any((ours[i]["tokens"] == EOD).any() for i in range(len(ours)))  # boundaries were exercised
+    for i in range(len(ours)):  # Megatron's mask says True = masked; ours, derived from document_ids, the opposite
+        assert torch.equal(~attention_mask(ours[i]["document_ids"][None])[0], theirs[i]["attention_mask"])
+    assert any((ours[i]["input_ids"] == EOD).any() for i in range(len(ours)))  # boundaries were exercised
 
 
-def test_document_masks_equal_megatron_on_random_rows():
+def test_layout_equals_megatron_masks_on_random_rows():
     rng = np.random.default_rng(0)
     for _ in range(50):
-        tokens = torch.from_numpy(rng.choice([1, 2, 3, EOD], size=40, p=[0.3, 0.3, 0.3, 0.1]))
-        ours = document_masks(tokens, EOD, True, True, True)
+        window = rng.choice([1, 2, 3, EOD], size=41, p=[0.3, 0.3, 0.3, 0.1])
+        ours = from_windows(window, EOD, reset_position_ids=True, eod_mask_loss=True)
+        tokens = torch.from_numpy(window[:-1])
         attention, loss, positions = _get_ltor_masks_and_position_ids(tokens, EOD, True, True, True, True)
-        assert torch.equal(ours["attention_mask"], attention)
-        assert torch.equal(ours["loss_mask"], loss) and torch.equal(ours["position_ids"], positions)
+        assert torch.equal(~attention_mask(ours["document_ids"]), attention.unsqueeze(0))
+        assert torch.equal(loss_mask(ours["labels"][0]), loss) and torch.equal(ours["position_ids"][0], positions)
 
 
 @pytest.mark.parametrize("weights", [[0.5, 0.3, 0.2], [0.999, 0.001], [1 / 3] * 3, [0.1] * 10])
@@ -183,8 +195,9 @@ def test_bad_data_paths_are_clear(prefixes, items, message):
 
 
 def test_missing_prefix_names_the_file(tmp_path):
-    with pytest.raises(UserError, match="not found; fix: preprocess"):
+    with pytest.raises(UserError, match="not found; fix: make it with python -m helpers.preprocess") as err:
         parse_data_path(["0.5", str(tmp_path / "nope"), "0.5", str(tmp_path / "nada")])
+    assert isinstance(err.value, FileNotFoundError) and str(tmp_path / "nope") in str(err.value)
 
 
 def test_a_split_without_sequences_raises_instead_of_hanging(prefixes):
@@ -201,13 +214,14 @@ def test_cache_is_keyed_by_the_data_files(prefixes, tmp_path):
     copy = tmp_path / "copy"
     for path in (bin_path, idx_path):
         shutil.copyfile(path(prefixes["docs"]), path(copy))
-    first = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
-    again = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
+    config = gpt_dataset.GPTDatasetConfig(32, 1, cache_dir=str(tmp_path / "cache"))
+    first = GPTDataset(copy, (0, 20), 100, config)
+    again = GPTDataset(copy, (0, 20), 100, config)
     assert len(list((tmp_path / "cache").iterdir())) == 1
     np.testing.assert_array_equal(first.sample_index, again.sample_index)
     for path in (bin_path, idx_path):  # same name, other content: the stale indices must not be used
         shutil.copyfile(path(prefixes["literature"]), path(copy))
-    changed = GPTDataset(copy, (0, 20), 100, 32, 1, cache_dir=tmp_path / "cache")
+    changed = GPTDataset(copy, (0, 20), 100, config)
     assert len(list((tmp_path / "cache").iterdir())) == 2
     assert not np.array_equal(changed.sample_index, first.sample_index) or changed.tokens_per_epoch != first.tokens_per_epoch
 

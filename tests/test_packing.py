@@ -8,6 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.layout import varlen_boundaries
 from helpers.packed_loss import compare_packed_and_separate, loss_and_gradients, tiny_llama
 from helpers.packing import STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
 
@@ -81,7 +82,8 @@ def test_batch_tensors_mark_boundaries():
     assert batch["input_ids"].tolist() == [[10, 11, 12, 20, 21, 0], [30, 31, 32, 33, 0, 0]]
     assert batch["labels"].tolist() == [[11, 12, -100, 21, -100, -100], [31, 32, 33, -100, -100, -100]]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 0, 1]]
-    assert batch["cu_seqlens"].tolist() == [0, 3, 5, 6, 10, 12]
+    assert batch["document_ids"].tolist() == [[0, 0, 0, 1, 1, -1], [0, 0, 0, 0, -1, -1]]
+    assert varlen_boundaries(batch["document_ids"]).tolist() == [0, 3, 5, 6, 10, 12]
     mask = batch["attention_mask"][0, 0]
     assert mask[4].tolist() == [False, False, False, True, True, False]  # doc 1 sees only itself
     assert mask[5].tolist() == [False] * 5 + [True]  # padding attends to itself only
