@@ -19,7 +19,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 .PHONY: workshop test lab corpus clean
 
 workshop: $(VENV)/.installed corpus  ## build the corpus and execute every notebook into runs/workshop/
-	$(PY) -m helpers.batch $(NOTEBOOKS) --out runs/workshop
+	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
 test: $(VENV)/.installed-test  ## run the whole test suite
 	$(PY) -m pytest -q

@@ -12,7 +12,7 @@ import sys
 import nbformat
 import pytest
 
-from helpers.batch import run_batch, run_notebook
+from helpers.runs import run_all, run_notebook
 from helpers.paths import NOTEBOOK_DIR
 
 pytestmark = pytest.mark.notebook
@@ -125,11 +125,11 @@ def probe_notebook(tmp_path):
     return path
 
 
-def test_batch_grid_runs_every_combination_and_summarises(tmp_path, probe_notebook):
+def test_runs_grid_runs_every_combination_and_summarises(tmp_path, probe_notebook):
     grid = tmp_path / "grid.yaml"
     grid.write_text("x: [1, 5]\nfail: [false, true]\n")
     out = tmp_path / "runs"
-    result = subprocess.run([sys.executable, "-m", "helpers.batch", str(probe_notebook), "--grid", str(grid),
+    result = subprocess.run([sys.executable, "-m", "helpers.runs", str(probe_notebook), "--grid", str(grid),
                              "--out", str(out)], capture_output=True, text=True)
     assert result.returncode == 1  # two of the four runs were asked to fail
     summary = json.loads((out / "summary.json").read_text())
@@ -140,15 +140,15 @@ def test_batch_grid_runs_every_combination_and_summarises(tmp_path, probe_notebo
     assert "asked to fail" in entries[1]["error"]
 
 
-def test_batch_without_grid_writes_summary(tmp_path, probe_notebook):
-    summary = run_batch([probe_notebook], tmp_path / "out")
+def test_runs_without_grid_writes_summary(tmp_path, probe_notebook):
+    summary = run_all([probe_notebook], tmp_path / "out")
     assert summary["notebooks"][0]["metrics"] == {"double": 2}
     assert (tmp_path / "out" / "probe.ipynb").exists()
 
 
-def test_batch_bad_grid_is_one_line(tmp_path, probe_notebook):
+def test_runs_bad_grid_is_one_line(tmp_path, probe_notebook):
     grid = tmp_path / "grid.yaml"
     grid.write_text("x: 3\n")
-    result = subprocess.run([sys.executable, "-m", "helpers.batch", str(probe_notebook), "--grid", str(grid),
+    result = subprocess.run([sys.executable, "-m", "helpers.runs", str(probe_notebook), "--grid", str(grid),
                              "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert result.returncode == 2 and "must be a non-empty list" in result.stderr and "Traceback" not in result.stderr

@@ -1,7 +1,7 @@
 """Headless runs of the notebooks with papermill, and one summary of what each recorded.
 
-    python -m helpers.batch notebooks/00_environment_and_corpus.ipynb notebooks/01_tokenizer_choice.ipynb --out runs/workshop
-    python -m helpers.batch notebooks/01_tokenizer_choice.ipynb --grid grid.yaml --out runs/tokenizers
+    python -m helpers.runs notebooks/00_environment_and_corpus.ipynb notebooks/01_tokenizer_choice.ipynb --out runs/workshop
+    python -m helpers.runs notebooks/01_tokenizer_choice.ipynb --grid grid.yaml --out runs/tokenizers
 
 A grid file maps parameter names to lists of values; every combination is one run, written to
 `OUT/<combination>/<notebook>.ipynb`. `OUT/summary.json` lists every run:
@@ -71,7 +71,7 @@ def combination_name(parameters: dict[str, Any]) -> str:
     return "".join(c if c.isalnum() or c in "=,.-_" else "_" for c in text)
 
 
-def run_batch(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]] | None = None) -> dict:
+def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]] | None = None) -> dict:
     """Run every notebook (for every combination) and write `out/summary.json`."""
     out.mkdir(parents=True, exist_ok=True)
     combinations = combinations or [{}]
@@ -92,7 +92,7 @@ def run_batch(notebooks: list[Path], out: Path, combinations: list[dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.batch", description="Run notebooks headless with papermill.")
+    parser = argparse.ArgumentParser(prog="python -m helpers.runs", description="Run notebooks headless with papermill.")
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="output folder (executed notebooks, summary.json)")
     parser.add_argument("--grid", type=Path, help="YAML/JSON mapping of parameter name to a list of values")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if not notebook.exists() or notebook.suffix != ".ipynb":
             raise UserError(f"{notebook}: not a notebook file; fix: pass paths such as notebooks/00_*.ipynb")
     combinations = grid_combinations(load_grid(args.grid)) if args.grid else None
-    summary = run_batch([n.resolve() for n in args.notebooks], args.out, combinations)
+    summary = run_all([n.resolve() for n in args.notebooks], args.out, combinations)
     failed = [e["name"] for e in summary["notebooks"] if e["status"] != "ok"]
     print(f"summary: {args.out / 'summary.json'} ({len(summary['notebooks']) - len(failed)} ok, {len(failed)} failed)")
     return 1 if failed else 0
