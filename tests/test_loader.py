@@ -1,0 +1,256 @@
+"""The one loader: every format gives the same layout and the same resume contract; no silent fallback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.blending import build_datasets
+from helpers.errors import DataNotFoundError, UserError
+from helpers.formats import indexed_to_npy, indexed_to_shards
+from helpers.indexed import IndexedDataset
+from helpers.layout import BATCH_KEYS, IGNORE_INDEX
+from helpers.loader import make_dataloader, samples_for_transformers
+from helpers.preprocess import preprocess
+
+EOD = 128001
+
+
+@pytest.fixture(scope="module")
+def prefixes(tmp_path_factory, corpus_dir):
+    """Two small llama3 datasets (with sidecars) from the real corpus."""
+    folder = tmp_path_factory.mktemp("loader")
+    out = {}
+    for domain, count in (("literature", 40), ("docs", 15)):
+        lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+        (folder / f"{domain}.jsonl").write_text("".join(lines), encoding="utf-8")
+        out[domain] = preprocess(folder / f"{domain}.jsonl", folder / domain, "llama3", append_eod=True,
+                                 progress=False).outputs["text"]
+    return out
+
+
+def _blend(prefixes):
+    return ["0.7", prefixes["literature"], "0.3", prefixes["docs"]]
+
+
+def _equal(a: dict, b: dict) -> bool:
+    return set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _layout_holds(batch: dict, batch_size: int, seq_length: int) -> None:
+    assert set(batch) == set(BATCH_KEYS)
+    for key in BATCH_KEYS:
+        assert batch[key].shape == (batch_size, seq_length) and batch[key].dtype == torch.int64, key
+
+
+def test_megatron_batches_are_build_datasets_samples(prefixes, tmp_path):
+    loader = make_dataloader(_blend(prefixes), split="90,10,0", seq_length=64, batch_size=4, num_samples=80,
+                             cache_dir=tmp_path)
+    train = build_datasets(_blend(prefixes), "90,10,0", (80, 10, None), 64, 1234, eod_id=EOD)[0]
+    batches = list(loader)
+    assert len(batches) == len(loader) == 20
+    for step, batch in enumerate(batches):
+        _layout_holds(batch, 4, 64)
+        for b in range(4):
+            sample = train[step * 4 + b]
+            assert all(torch.equal(batch[k][b], sample[k]) for k in BATCH_KEYS)
+    assert (torch.cat([b["input_ids"] for b in batches]) == EOD).any()  # documents do end inside samples
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_resume_yields_exactly_the_next_batches(prefixes, tmp_path, workers):
+    arguments = dict(data_path=_blend(prefixes), split="90,10,0", seq_length=32, batch_size=3, num_samples=60,
+                     cache_dir=tmp_path, num_workers=workers)
+    reference = list(make_dataloader(**arguments))
+    first = make_dataloader(**arguments)
+    for step, batch in enumerate(first):
+        if step == 6:
+            break
+    state = first.state_dict()
+    assert state["samples_consumed"] == 7 * 3 and len(json.dumps(state)) < 300
+    resumed = make_dataloader(**arguments)
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert len(rest) == len(reference) - 7
+    assert all(_equal(a, b) for a, b in zip(rest, reference[7:]))
+
+
+def test_ranks_together_equal_one_rank_with_the_global_batch(prefixes, tmp_path):
+    arguments = dict(data_path=_blend(prefixes), split="90,10,0", seq_length=32, num_samples=48, cache_dir=tmp_path)
+    single = make_dataloader(batch_size=4, **arguments)
+    ranks = [make_dataloader(batch_size=2, rank=r, world_size=2, **arguments) for r in range(2)]
+    for step in range(len(single)):
+        together = {k: torch.cat([loader.batch_at(step)[k] for loader in ranks]) for k in BATCH_KEYS}
+        assert _equal(together, single.batch_at(step))
+    # and a state saved on two ranks resumes on one
+    for _ in zip(range(3), ranks[0]):
+        pass
+    single.load_state_dict(ranks[0].state_dict())
+    assert single.step == 3
+
+
+TORCHRUN_SCRIPT = """
+import sys, torch, torch.distributed as dist
+from helpers.loader import make_dataloader
+dist.init_process_group("gloo")
+blend, cache, out = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+loader = make_dataloader(blend, split="90,10,0", seq_length=32, batch_size=2, num_samples=40, cache_dir=cache)
+assert loader.world_size == 2 and loader.rank == dist.get_rank()
+for step, batch in enumerate(loader):
+    gathered = [torch.empty_like(batch["input_ids"]) for _ in range(2)]
+    dist.all_gather(gathered, batch["input_ids"])
+    if dist.get_rank() == 0:
+        torch.save(torch.cat(gathered), f"{out}/step{step}.pt")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def test_two_processes_under_torchrun(prefixes, tmp_path):
+    script = tmp_path / "ranks.py"
+    script.write_text(TORCHRUN_SCRIPT)
+    blend = ",".join(_blend(prefixes))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                             "--master-port", "29533", str(script), blend, str(tmp_path / "cache"), str(tmp_path)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(list((tmp_path / "cache").iterdir())) == 2  # rank 0 built the indices once (two datasets)
+    single = make_dataloader(_blend(prefixes), split="90,10,0", seq_length=32, batch_size=4, num_samples=40,
+                             cache_dir=tmp_path / "cache")
+    for step in range(len(single)):
+        assert torch.equal(torch.load(tmp_path / f"step{step}.pt"), single.batch_at(step)["input_ids"])
+
+
+def test_a_state_from_other_data_is_refused(prefixes, tmp_path):
+    one = make_dataloader([prefixes["docs"]], split="90,10,0", seq_length=32, batch_size=2, cache_dir=tmp_path)
+    other = make_dataloader([prefixes["literature"]], split="90,10,0", seq_length=32, batch_size=2,
+                            cache_dir=tmp_path)
+    with pytest.raises(UserError, match="from other data"):
+        other.load_state_dict(one.state_dict())
+    with pytest.raises(UserError, match="seed"):
+        one.load_state_dict({**one.state_dict(), "seed": 1})
+
+
+def test_missing_data_raises_and_never_falls_back(tmp_path):
+    missing = tmp_path / "absent_text_document"
+    with pytest.raises(DataNotFoundError) as err:
+        make_dataloader([str(missing)], seq_length=32, batch_size=2)
+    assert isinstance(err.value, FileNotFoundError) and isinstance(err.value, UserError)
+    assert str(missing) in str(err.value) and "python -m helpers.preprocess" in str(err.value)
+    for path in (tmp_path / "absent.npy", None):
+        with pytest.raises(DataNotFoundError):
+            make_dataloader(path, seq_length=32, batch_size=2)
+
+
+def test_synthetic_only_by_name_in_range_and_loud(caplog):
+    with pytest.raises(UserError, match="vocab_size"):
+        make_dataloader(source="synthetic", seq_length=16, batch_size=2, num_samples=8)
+    logger = logging.getLogger("helpers.loader")
+    logger.addHandler(caplog.handler)
+    try:
+        loader = make_dataloader(source="synthetic", vocab_size=300, seq_length=16, batch_size=4, num_samples=40)
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "SYNTHETIC" in caplog.text and f"{math.log(300):.3f}" in caplog.text
+    batches = list(loader)
+    ids = torch.cat([b["input_ids"] for b in batches])
+    assert ids.min() >= 0 and ids.max() < 300 and len(torch.unique(ids)) > 250
+    assert _equal(batches[3], loader.batch_at(3))
+
+
+def test_npy_windows_and_the_memmap_pitfall(prefixes, tmp_path):
+    npy = indexed_to_npy(prefixes["literature"], tmp_path / "lit.npy", eod_id=EOD)
+    flat = IndexedDataset(prefixes["literature"]).tokens
+    # seed 001's np.memmap(dtype=...) reads the 128-byte npy header as tokens; np.load(mmap_mode="r") does not
+    wrong = np.memmap(npy, dtype=flat.dtype, mode="r")
+    assert wrong.size == flat.size + 128 // flat.dtype.itemsize and not np.array_equal(wrong[:flat.size], flat)
+    assert np.array_equal(np.load(npy, mmap_mode="r"), flat)
+    loader = make_dataloader(str(npy), split="100,0,0", seq_length=64, batch_size=4)
+    windows = (flat.size - 1) // 64
+    assert len(loader) == windows // 4
+    for batch in loader:
+        _layout_holds(batch, 4, 64)
+        assert torch.equal(batch["input_ids"][:, 1:], batch["labels"][:, :-1])
+    first = loader.batch_at(0)["input_ids"][0].numpy()
+    matches = [w for w in range(windows) if np.array_equal(flat[w * 64:w * 64 + 64], first)]
+    assert matches, "every sample is one window of the file"
+
+
+def test_shards_resume_and_stay_inside_one_shard(prefixes, tmp_path):
+    folder = indexed_to_shards(prefixes["literature"], tmp_path / "shards", tokens_per_shard=3_000,
+                               val_fraction=0.25, eod_id=EOD)
+    arguments = dict(data_path=str(folder), split_name="train", seq_length=50, batch_size=4, seed=3)
+    reference = list(make_dataloader(**arguments))
+    loader = make_dataloader(**arguments)
+    next(iter(loader))
+    resumed = make_dataloader(**arguments)
+    resumed.load_state_dict(loader.state_dict())
+    assert all(_equal(a, b) for a, b in zip(resumed, reference[1:]))
+    shards = [np.fromfile(p, dtype=json.loads((folder / "dataset_metadata.json").read_text())["dtype"])
+              for p in sorted((folder / "train").iterdir())]
+    window = reference[0]["input_ids"][0].numpy()
+    assert any(any(np.array_equal(s[i:i + 50], window) for i in range(0, s.size - 50, 50)) for s in shards)
+    with pytest.raises(UserError, match="train/ and val/ only"):
+        make_dataloader(str(folder), split_name="test", seq_length=50, batch_size=4)
+
+
+def test_packed_rows_keep_documents_whole(prefixes):
+    loader = make_dataloader(_blend(prefixes), split="90,10,0", seq_length=256, batch_size=4, num_samples=40,
+                             packing="best_fit_decreasing")
+    datasets = [IndexedDataset(p) for p in (prefixes["literature"], prefixes["docs"])]
+    documents = [d.get(i).astype(np.int64) for d in datasets for i in range(len(d))]
+    for batch in loader:
+        _layout_holds(batch, 4, 256)
+        for ids, labels, positions, docs in zip(*(batch[k] for k in ("input_ids", "labels", "position_ids",
+                                                                        "document_ids"))):
+            for d in torch.unique(docs[docs >= 0]):
+                where = docs == d
+                piece = ids[where]
+                assert torch.equal(positions[where], torch.arange(piece.numel()))
+                assert labels[where][-1] == IGNORE_INDEX and torch.equal(labels[where][:-1], piece[1:])
+                assert any(_contains(document, piece.numpy()) for document in documents)
+            assert (labels[docs < 0] == IGNORE_INDEX).all()
+
+
+def _contains(document: np.ndarray, piece: np.ndarray) -> bool:
+    starts = np.flatnonzero(document[: document.size - piece.size + 1] == piece[0])
+    return any(np.array_equal(document[s:s + piece.size], piece) for s in starts)
+
+
+def test_indexed_dataset_pickles_by_prefix(prefixes):
+    dataset = IndexedDataset(prefixes["literature"])
+    blob = pickle.dumps(dataset)
+    assert len(blob) < 1_000 < dataset.bin_bytes
+    again = pickle.loads(blob)
+    assert np.array_equal(again.get(3), dataset.get(3))
+
+
+def test_transformers_trainer_takes_the_samples(prefixes, tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+
+    loader = make_dataloader([prefixes["docs"]], split="100,0,0", seq_length=32, batch_size=2, num_samples=16)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=128_256, hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2))
+    samples = samples_for_transformers(loader)
+    batch = {k: torch.stack([samples[i][k] for i in range(2)]) for k in samples[0]}
+    with torch.no_grad():
+        theirs = model(**batch).loss
+        logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"]).logits
+    ours = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten())
+    assert torch.allclose(theirs, ours, atol=1e-5)  # labels were not shifted a second time
+    args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=3, per_device_train_batch_size=2,
+                             report_to=[], logging_steps=1, save_strategy="no", use_cpu=True)
+    result = Trainer(model=model, args=args, train_dataset=samples).train()
+    assert result.global_step == 3 and math.isfinite(result.training_loss)
