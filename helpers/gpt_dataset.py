@@ -237,16 +237,26 @@ class GPTDataset(torch.utils.data.Dataset):
         return self._gather
 
     def windows(self, sample_ids) -> np.ndarray:
-        """`[n, seq_length + 1]` int64 token windows of samples `sample_ids` (after shuffling), gathered
-        in one pass: sample j starts at token j x seq_length of the shuffled documents' stream."""
+        """`[n, seq_length + 1]` int64 token windows of samples `sample_ids` (after shuffling), gathered in one
+        pass. Sample j is tokens `j x seq_length ...` of the shuffled documents' stream: its `.bin` positions
+        run on by one, and jump only where the window enters the next document of the document index."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
             raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
         starts, shift = self._stream_map()
-        positions = (self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length)[:, None] \
-            + np.arange(self.seq_length + 1)
-        entry = np.searchsorted(starts, positions, side="right") - 1
-        return self.dataset.tokens[positions + shift[entry]].astype(np.int64)
+        first = self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length
+        entry = np.searchsorted(starts, first, side="right") - 1
+        last_entry = np.searchsorted(starts, first + self.seq_length, side="right") - 1
+        positions = (first + shift[entry])[:, None] + np.arange(self.seq_length + 1)
+        crossings = last_entry - entry
+        if crossings.any():  # add each document change's jump from its offset in the window onwards
+            rows = np.repeat(np.arange(sample_ids.size), crossings)
+            within = np.arange(rows.size) - np.repeat(np.cumsum(crossings) - crossings, crossings)
+            entered = np.repeat(entry + 1, crossings) + within
+            jumps = np.zeros_like(positions)
+            np.add.at(jumps, (rows, starts[entered] - first[rows]), shift[entered] - shift[entered - 1])
+            positions += np.cumsum(jumps, axis=1)
+        return self.dataset.tokens[positions].astype(np.int64)
 
     def sample_tokens(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The `seq_length + 1` token ids of sample i (after shuffling), and the sequences they come from."""
