@@ -1,22 +1,29 @@
 """Inspect and validate a Megatron indexed dataset before spending GPU hours on it.
 
-    python -m helpers.check data/megatron/literature_text_document --tokenizer llama3
+    python -m helpers.check data/megatron/literature_text_document [--tokenizer llama3]
 
 Prints the header in words and length statistics, then one line per check; exit 0 only when every
 check holds. Damaged or foreign files are reported, never crashed on: structure is checked before any
 token is read, and tokens are scanned in chunks, so a file of any size is checked in bounded memory.
+
+The tokenizer comes from the dataset's sidecar (`helpers.sidecar`) when there is one, so the vocabulary,
+EOD and text checks need no name; a named tokenizer that disagrees with the sidecar is refused. Without
+a sidecar, name it with --tokenizer, or only the structure is checked.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import UserError, run_cli
 from .indexed import HEADER, MAGIC, IndexedDataset, IndexFormatError, bin_path, idx_path, optimal_dtype
+from .sidecar import read_sidecar, sidecar_path, tokenizer_for
+from .tokenizers import load_tokenizer
 
 SCAN_CHUNK = 1 << 24  # tokens per chunk when scanning ids
 TEXT_SAMPLES = 5
@@ -37,6 +44,7 @@ class Report:
     """Everything `check_dataset` found: header in words, statistics, and each check."""
 
     prefix: str
+    tokenizer: str = ""  # which tokenizer the content checks used, and where it came from
     header: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
@@ -56,6 +64,7 @@ class Report:
     def lines(self) -> list[str]:
         out = [f"dataset {self.prefix}"]
         out += [f"  {k:<22} {v}" for k, v in self.header.items()]
+        out.append(f"tokenizer {self.tokenizer}")
         if self.stats:
             out.append("statistics")
             out += [f"  {k:<22} {v}" for k, v in self.stats.items()]
@@ -142,13 +151,49 @@ def _looks_like_text(text: str) -> bool:
     return replacement < 0.02 and printable > 0.9
 
 
+def _choose_tokenizer(prefix, tokenizer, report: Report) -> tuple:
+    """The tokenizer for the content checks and the sidecar (or None for either), saying where it came from.
+
+    A named tokenizer that disagrees with the sidecar is refused (`UserError`); a malformed sidecar is a
+    failed check, and the run goes on as if there were none.
+    """
+    try:
+        sidecar = read_sidecar(prefix)
+    except UserError as err:
+        report.add("sidecar", False, str(err))
+        sidecar = None
+    if sidecar is not None:
+        chosen = tokenizer_for(prefix, tokenizer)
+        how = "named, and agrees with" if tokenizer is not None else "from"
+        report.tokenizer = f"{chosen.name} ({how} the sidecar {sidecar_path(prefix).name})"
+        return chosen, sidecar
+    if tokenizer is None:
+        report.tokenizer = "none (no sidecar, no --tokenizer): structural checks only"
+        return None, None
+    chosen = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    report.tokenizer = f"{chosen.name} (named; the data has no sidecar)"
+    return chosen, None
+
+
+def _matches_sidecar(ds: IndexedDataset, sidecar: dict, report: Report) -> None:
+    """The sidecar describes this data: same dtype and counts as when it was written."""
+    found = {"dtype": ds.dtype.name, "documents": ds.document_count, "sequences": len(ds), "tokens": ds.num_tokens}
+    differ = [f"{name} {sidecar[name]} in the sidecar, {value} in the data" for name, value in found.items()
+              if sidecar[name] != value]
+    report.add("sidecar matches data", not differ,
+               "dtype and counts as recorded when the data was made" if not differ else
+               "; ".join(differ) + "; fix: the data changed after preprocessing, re-run helpers.preprocess")
+
+
 def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | None = None,
                   samples: int = TEXT_SAMPLES) -> Report:
-    """Run every check; `tokenizer` (a zoo name or object) enables the vocabulary, EOD and text checks.
+    """Run every check; a tokenizer (the sidecar's, or a zoo name or object) enables the content checks.
 
-    `expect_eod` defaults to True when a tokenizer is given (Megatron's `--append-eod`).
+    `expect_eod` defaults to the sidecar's `append_eod`, and to True without a sidecar (Megatron's
+    `--append-eod`).
     """
     report = Report(str(prefix))
+    tokenizer, sidecar = _choose_tokenizer(prefix, tokenizer, report)
     try:
         ds = IndexedDataset(prefix)
     except IndexFormatError as err:
@@ -171,13 +216,11 @@ def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | 
     low, high = _scan_ids(tokens)
     report.stats["id range"] = f"{low:,} .. {high:,}"
     report.add("ids non-negative", low >= 0, "no negative id" if low >= 0 else f"smallest id is {low}; fix: wrong dtype?")
+    if sidecar is not None:
+        _matches_sidecar(ds, sidecar, report)
 
     if tokenizer is None:
         return report
-    if isinstance(tokenizer, str):
-        from .tokenizers import load_tokenizer
-
-        tokenizer = load_tokenizer(tokenizer)
     vocab = tokenizer.vocab_size
     report.add("ids < vocab", high < vocab, f"largest id {high:,} < vocab {vocab:,} of {tokenizer.name}" if high < vocab
                else f"id {high:,} is not below the vocab size {vocab:,} of {tokenizer.name}; "
@@ -189,7 +232,7 @@ def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | 
                else f"{ds.dtype.name} cannot hold ids up to {vocab - 1:,}: ids were cut; fix: preprocess again, "
                     f"Megatron uses {wanted.name} for this vocabulary")
     if expect_eod is None:
-        expect_eod = True
+        expect_eod = sidecar["append_eod"] if sidecar is not None else True
     if expect_eod:
         ends = _document_last_tokens(ds, tokens)
         missing = int((ends != tokenizer.eod_id).sum())
@@ -214,13 +257,15 @@ def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", help="dataset prefix, without .bin/.idx")
-    parser.add_argument("--tokenizer", help="zoo name or Hugging Face folder: enables vocab, EOD and text checks")
-    parser.add_argument("--no-eod", action="store_true", help="documents were written without --append-eod")
+    parser.add_argument("--tokenizer", help="zoo name or Hugging Face folder (default: the sidecar's; must agree "
+                                            "with it): enables vocab, EOD and text checks")
+    parser.add_argument("--no-eod", action="store_true",
+                        help="documents were written without --append-eod (default: the sidecar says)")
     args = parser.parse_args(argv)
-    prefix = args.prefix[:-4] if args.prefix.endswith((".bin", ".idx")) else args.prefix
+    prefix = re.sub(r"\.(bin|idx|json)$", "", args.prefix)  # the prefix, however it was named
     if not idx_path(prefix).exists() and not bin_path(prefix).exists():
         raise UserError(f"{prefix}: neither {prefix}.idx nor {prefix}.bin exists; fix: check the prefix")
-    report = check_dataset(prefix, args.tokenizer, expect_eod=not args.no_eod)
+    report = check_dataset(prefix, args.tokenizer, expect_eod=False if args.no_eod else None)
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

@@ -3,7 +3,8 @@
     python -m helpers.preprocess --input data/raw/literature.jsonl --output-prefix data/megatron/literature \\
         --tokenizer llama3 --json-keys text --workers 2 --append-eod
 
-Same flags as Megatron where Megatron has them; output `{prefix}_{key}_document.bin/.idx`. Per document:
+Same flags as Megatron where Megatron has them; output `{prefix}_{key}_document.bin/.idx`, and beside it a
+JSON sidecar `{prefix}_{key}_document.json` naming the tokenizer (see `helpers.sidecar`). Per document:
 the ids of the text (no BOS), then the EOD id with `--append-eod`; an empty text adds a document
 boundary and no sequence. Differences, all on purpose:
 
@@ -35,7 +36,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .errors import UserError, run_cli
-from .indexed import IndexedWriter, merge
+from .indexed import IndexedDataset, IndexedWriter, merge
+from .sidecar import FORMAT, sidecar_path, tokenizer_identity, write_sidecar
 from .tokenizers import load_tokenizer
 
 BATCH_BYTES = 1 << 20  # raw JSONL per task sent to a worker
@@ -229,10 +231,32 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     if workers < 1 or partitions < 1:
         raise UserError("--workers and --partitions must be at least 1")
     if partitions > 1:
-        return _preprocess_partitions(input_path, prefix, tokenizer, json_keys, workers, append_eod,
-                                      parse_special_tokens, skip_bad_records, partitions, progress)
-    return _preprocess_one(input_path, prefix, tokenizer, json_keys, workers, append_eod, parse_special_tokens,
-                           skip_bad_records, 0, 1, log_interval, progress)
+        summary = _preprocess_partitions(input_path, prefix, tokenizer, json_keys, workers, append_eod,
+                                         parse_special_tokens, skip_bad_records, partitions, progress)
+    else:
+        summary = _preprocess_one(input_path, prefix, tokenizer, json_keys, workers, append_eod,
+                                  parse_special_tokens, skip_bad_records, 0, 1, log_interval, progress)
+    made_by = load_tokenizer(tokenizer)
+    for key, written in summary.outputs.items():  # only now: the .bin/.idx are in place
+        write_sidecar(written, sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens))
+    return summary
+
+
+def sidecar_content(prefix: str | os.PathLike, tokenizer, key: str, input_path: Path, append_eod: bool,
+                    parse_special_tokens: bool) -> dict:
+    """What the sidecar of a finished output says: tokenizer, flags, input, and counts read from its `.idx`."""
+    written = IndexedDataset(prefix)
+    return {"format": FORMAT, "tokenizer": tokenizer_identity(tokenizer), "dtype": written.dtype.name,
+            "append_eod": append_eod, "parse_special_tokens": parse_special_tokens, "json_key": key,
+            "inputs": [{"path": str(input_path), "bytes": input_path.stat().st_size}],
+            "documents": written.document_count, "sequences": len(written), "tokens": written.num_tokens,
+            "created_by": "helpers.preprocess"}
+
+
+def _forget_sidecars(prefixes) -> None:
+    """Remove old sidecars before new data takes their place: a crash then leaves none, never a stale one."""
+    for prefix in prefixes:
+        sidecar_path(prefix).unlink(missing_ok=True)
 
 
 def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, workers: int, append_eod: bool,
@@ -276,6 +300,7 @@ def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, wo
                     next_log = (summary.documents // log_interval + 1) * log_interval
         if summary.documents == 0:
             raise UserError(f"{input_path}: no document in it (only blank or skipped lines); fix: check --input")
+        _forget_sidecars(prefixes.values())
         for writer in writers.values():
             writer.finalize()
     except BaseException:
@@ -304,6 +329,7 @@ def _preprocess_partitions(input_path: Path, prefix, tokenizer, json_keys, worke
                                    append_eod, parse_special, skip_bad, p, partitions, 0, progress)
             parts.append(part)
         total = Summary(outputs={k: str(output_prefix(prefix, k)) for k in json_keys}, dtype=parts[0].dtype)
+        _forget_sidecars(output_prefix(prefix, key) for key in json_keys)
         for key in json_keys:
             merge([output_prefix(f"{prefix}_{p}", key) for p in range(partitions)], output_prefix(prefix, key))
         for part in parts:
@@ -368,8 +394,8 @@ def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer
                                                        val_fraction, shard_dtype, eod_id))
     finally:
         for indexed in outputs.values():
-            for suffix in (".bin", ".idx"):
-                Path(f"{indexed}{suffix}").unlink(missing_ok=True)
+            for path in (Path(f"{indexed}.bin"), Path(f"{indexed}.idx"), sidecar_path(indexed)):
+                path.unlink(missing_ok=True)
     return converted
 
 

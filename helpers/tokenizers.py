@@ -84,8 +84,33 @@ class ZooTokenizer:
         config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return directory
 
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A short hex digest of the vocabulary, its special tokens and its EOD/BOS choice.
+
+        Built from file bytes and canonical JSON (never Python's `hash`), so it is the same in every
+        process and run; data records it so a tokenizer that changed since (a `bpe-N` retrained on other
+        text) is caught instead of silently decoding the wrong words.
+        """
+        digest = hashlib.sha256()
+        specials = json.dumps({"special_tokens": self.special_tokens, "eod_id": self.eod_id, "bos_id": self.bos_id},
+                              sort_keys=True)
+        for part in (*self._vocabulary_parts(), specials):
+            data = part if isinstance(part, bytes) else part.encode("utf-8")
+            digest.update(len(data).to_bytes(8, "little") + data)  # length-prefixed: parts cannot run together
+        return digest.hexdigest()[:16]
+
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        """What defines the ids besides the special tokens: a model file's bytes, a split pattern, a JSON."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}: {self.vocab_size:,} ids, eod={self.eod_id}, bos={self.bos_id}>"
+
+
+def _canonical_json(text: str) -> str:
+    """The same JSON with sorted keys and no spacing choices, so equal content hashes equally."""
+    return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _wrap_fast(backend, eos: str, bos: str | None, unk: str | None = None):
@@ -144,6 +169,9 @@ class TiktokenZooTokenizer(ZooTokenizer):
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.encoding.decode(list(ids))
+
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        return self.bpe_file.read_bytes(), self.pattern
 
     @functools.cache
     def to_hf(self):
@@ -258,6 +286,9 @@ class SentencePieceZooTokenizer(ZooTokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         return self.processor.decode(list(ids))
 
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        return (self.model_file.read_bytes(),)
+
     @functools.cache
     def to_hf(self):
         from .sentencepiece_export import sentencepiece_to_hf
@@ -305,6 +336,9 @@ class BytesZooTokenizer(ZooTokenizer):
         out.append(run.decode("utf-8", errors="replace"))
         return "".join(out)
 
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        return ("UTF-8 bytes as ids 0-255",)
+
     @functools.cache
     def to_hf(self):
         from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
@@ -347,6 +381,9 @@ class TrainedBpeZooTokenizer(ZooTokenizer):
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=False)
+
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        return (_canonical_json(self._json),)
 
     @functools.cache
     def to_hf(self):
@@ -433,6 +470,9 @@ class HuggingFaceFolderTokenizer(ZooTokenizer):
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.hf.decode(list(ids), clean_up_tokenization_spaces=False)
+
+    def _vocabulary_parts(self) -> tuple[bytes | str, ...]:
+        return (_canonical_json(self.parsing_backend.to_str()),)
 
     def to_hf(self):
         return self.hf

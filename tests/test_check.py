@@ -54,9 +54,12 @@ def test_each_damage_is_caught(tmp_path, good, damage, caught):
     assert all("fix:" in c.detail for c in report.failures())
 
 
-def test_missing_eod_is_caught_unless_not_expected(good):
-    assert failed(check_dataset(good[1], "llama3")) == {"EOD at document ends"}
+def test_missing_eod_is_caught_unless_not_expected(tmp_path, good):
+    assert failed(check_dataset(good[1], "llama3", expect_eod=True)) == {"EOD at document ends"}
     assert check_dataset(good[1], "llama3", expect_eod=False).ok
+    assert check_dataset(good[1], "llama3").ok  # its sidecar says: made without --append-eod
+    bare = copy_dataset(good[1], tmp_path / "bare")  # no sidecar: EOD expected, as Megatron's --append-eod
+    assert failed(check_dataset(bare, "llama3")) == {"EOD at document ends"}
 
 
 def test_uint16_file_for_a_large_vocabulary_is_an_error(tmp_path):

@@ -82,4 +82,5 @@ def test_preprocess_cli_writes_each_layout(tmp_path):
     assert np.load(tmp_path / "n_text.npy").tolist() == flat.tolist()
     assert np.concatenate(read_shards(tmp_path / "s_text_shards")).tolist() == flat.tolist()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "m_text_document.bin", "m_text_document.idx",
-                                                          "n_text.npy", "n_text.npy.json", "s_text_shards"]
+                                                          "m_text_document.json", "n_text.npy", "n_text.npy.json",
+                                                          "s_text_shards"]

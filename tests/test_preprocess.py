@@ -101,7 +101,8 @@ def test_several_keys_gz_input_and_partitions(tmp_path):
     order = list(range(0, 50, 2)) + list(range(1, 50, 2))
     expected = [tokenizer.encode(records[i]["text"]) + [tokenizer.eod_id] for i in order if records[i]["text"]]
     assert [ds[j].tolist() for j in range(len(ds))] == expected
-    assert sorted(p.name for p in tmp_path.glob("p_*")) == ["p_text_document.bin", "p_text_document.idx"]
+    assert sorted(p.name for p in tmp_path.glob("p_*")) == ["p_text_document.bin", "p_text_document.idx",
+                                                           "p_text_document.json"]
 
 
 BAD_INPUTS = [
