@@ -162,3 +162,17 @@ def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def loss_curves(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str):
+    """Training loss per step of several runs on one axis, with ln V (a uniform guess) drawn across."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, log in logs.items():
+        ax.plot([row["step"] for row in log], [row["loss"] for row in log], label=label)
+    ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (nats per token)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
