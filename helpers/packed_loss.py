@@ -12,18 +12,15 @@ import numpy as np
 import torch
 
 from .packing import pack, packed_batch
+from .train import build_model, llama_config
 
 
 def tiny_llama(vocab_size: int = 101, seed: int = 0):
     """A 2-layer Llama from a config (no downloaded weights), in float64 so rounding stays tiny."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
-    model = LlamaForCausalLM(config).double()
-    model.config._attn_implementation = "sdpa"
-    return model
+    config = llama_config("cpu-tiny", vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                          max_position_embeddings=512)
+    return build_model(config, "cpu", seed=seed).double()
 
 
 def loss_and_gradients(model, input_ids, labels, **inputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -61,11 +61,13 @@ def llama_parameter_split(vocab_size: int, hidden_size: int, num_layers: int, in
     The model is built on the meta device: nothing is allocated, the count is exact.
     """
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers,
-                         intermediate_size=intermediate_size, num_attention_heads=num_heads,
-                         num_key_value_heads=num_heads, tie_word_embeddings=tie_embeddings)
+    from .train import llama_config
+
+    config = llama_config("h100", vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers,
+                          intermediate_size=intermediate_size, num_attention_heads=num_heads,
+                          num_key_value_heads=num_heads, tie_word_embeddings=tie_embeddings)
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
     total = sum(p.numel() for p in model.parameters())
