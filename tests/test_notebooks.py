@@ -152,3 +152,15 @@ def test_runs_bad_grid_is_one_line(tmp_path, probe_notebook):
     result = subprocess.run([sys.executable, "-m", "helpers.runs", str(probe_notebook), "--grid", str(grid),
                              "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert result.returncode == 2 and "must be a non-empty list" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(tmp_path, corpus_dir):
+    parameters = {"steps": 100, "model_overrides": {"num_hidden_layers": 2}, "run_dir": str(tmp_path / "runs")}
+    entry = run_notebook(_notebook("06_training_real_vs_synthetic"), tmp_path / "06.ipynb", parameters)
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["real_final_loss"] < m["synthetic_final_loss"] - 1.0
+    assert m["synthetic_final_loss"] >= 0.95 * m["ln_vocab"] and m["synthetic_eval_loss"] >= 0.95 * m["ln_vocab"]
+    assert m["real_eval_loss"] < m["synthetic_eval_loss"]
+    assert m["ln_vocab"] == pytest.approx(8.318, abs=1e-3)  # ln 4096: the vocabulary came from the sidecar
+    assert (tmp_path / "runs" / "real.csv").exists() and (tmp_path / "runs" / "synthetic.csv").exists()
