@@ -258,12 +258,6 @@ class GPTDataset(torch.utils.data.Dataset):
             positions += np.cumsum(jumps, axis=1)
         return self.dataset.tokens[positions].astype(np.int64)
 
-    def sample_tokens(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `seq_length + 1` token ids of sample i (after shuffling), and the sequences they come from."""
-        j = int(self.shuffle_index[i])
-        first, last = int(self.sample_index[j][0]), int(self.sample_index[j + 1][0])
-        return self.windows([i])[0], self.document_index[first:last + 1].astype(np.int64)
-
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.layout`."""
         c = self.config

@@ -308,29 +308,34 @@ def plan_metrics(plan: PackPlan, ranks: int = 1) -> dict:
 # ---------------------------------------------------------------- batch tensors
 
 
-def packed_batch(plan: PackPlan, rows: Iterable[int], documents, pad_id: int = 0,
-                 sdpa_mask: bool = False) -> dict[str, torch.Tensor]:
-    """Some rows of a plan in the batch layout of `helpers.layout`; `documents[d]` gives document d's ids.
+def rows_batch(rows: list[list[np.ndarray]], capacity: int, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """The batch layout of `helpers.layout` for rows given as the token arrays of their segments, in order.
 
     Padding is `pad_id` with document id -1; labels are the next token of the same segment, else -100
     (padding, a document's last token, the cut end of a fragment); positions restart at every segment.
-    With `sdpa_mask`, also the derived `attention_mask` ([B, 1, C, C], True = may attend).
     """
-    rows = list(rows)
-    capacity = plan.capacity
     input_ids = torch.full((len(rows), capacity), pad_id, dtype=torch.long)
     labels = torch.full((len(rows), capacity), IGNORE_INDEX, dtype=torch.long)
     document_ids = torch.full((len(rows), capacity), -1, dtype=torch.long)
-    for b, r in enumerate(rows):
+    for b, segments in enumerate(rows):
         cursor = 0
-        for k, (document, start, length) in enumerate(plan.segments_of_row(r)):
-            ids = torch.as_tensor(np.asarray(documents[document][start:start + length]), dtype=torch.long)
+        for k, piece in enumerate(segments):
+            ids = torch.as_tensor(np.asarray(piece, dtype=np.int64))
+            length = ids.numel()
             input_ids[b, cursor:cursor + length] = ids
             labels[b, cursor:cursor + length - 1] = ids[1:]
             document_ids[b, cursor:cursor + length] = k
             cursor += length
-    out = {"input_ids": input_ids, "labels": labels, "position_ids": positions_within_documents(document_ids),
-           "document_ids": document_ids}
+    return {"input_ids": input_ids, "labels": labels, "position_ids": positions_within_documents(document_ids),
+            "document_ids": document_ids}
+
+
+def packed_batch(plan: PackPlan, rows: Iterable[int], documents, pad_id: int = 0,
+                 sdpa_mask: bool = False) -> dict[str, torch.Tensor]:
+    """Some rows of a plan in the batch layout (see `rows_batch`); `documents[d]` gives document d's ids.
+    With `sdpa_mask`, also the derived `attention_mask` ([B, 1, C, C], True = may attend)."""
+    out = rows_batch([[documents[d][start:start + length] for d, start, length in plan.segments_of_row(r)]
+                      for r in rows], plan.capacity, pad_id)
     if sdpa_mask:
-        out["attention_mask"] = attention_mask(document_ids)
+        out["attention_mask"] = attention_mask(out["document_ids"])
     return out

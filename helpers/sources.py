@@ -29,8 +29,8 @@ from .errors import DataNotFoundError, UserError
 from .formats import METADATA
 from .gpt_dataset import SPLITS, GPTDatasetConfig, split_ranges
 from .indexed import IndexedDataset, fingerprint
-from .layout import IGNORE_INDEX, from_windows, positions_within_documents
-from .packing import pack
+from .layout import from_windows
+from .packing import pack, rows_batch
 from .sidecar import data_facts
 
 
@@ -125,8 +125,8 @@ class MegatronSource(Source):
         weights = self.blend.weights or ["by size"] * len(self.blend.prefixes)
         parts = ", ".join(f"{w if isinstance(w, str) else round(w, 3)} x {Path(p).name}"
                           for w, p in zip(weights, self.blend.prefixes))
-        documents = sum(IndexedDataset(p).document_count for p in self.blend.prefixes)
-        tokens = sum(IndexedDataset(p).num_tokens for p in self.blend.prefixes)
+        opened = [IndexedDataset(p) for p in self.blend.prefixes]
+        documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
                 f" in all), tokenizer {self.facts.get('tokenizer', '?')} ({self.facts.get('source', '?')})")
 
@@ -266,23 +266,13 @@ class PackedSource(Source):
             self.dataset_index, self.dataset_row = blending_indices(weights, self.num_samples)
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        sample_ids = np.asarray(sample_ids, np.int64)
-        input_ids = torch.full((sample_ids.size, self.seq_length), self.pad_id, dtype=torch.long)
-        labels = torch.full_like(input_ids, IGNORE_INDEX)
-        document_ids = torch.full_like(input_ids, -1)
-        for b, sample in enumerate(sample_ids):
+        rows = []
+        for sample in np.asarray(sample_ids, np.int64):
             k = int(self.dataset_index[sample])
-            plan, data = self.plans[k], self.datasets[k]
+            plan, data, first = self.plans[k], self.datasets[k], self.first_sequence[k]
             row = int(_permuted(np.array([self.dataset_row[sample]]), plan.rows, self.seed, salt=k + 1)[0])
-            cursor = 0
-            for piece, (document, start, length) in enumerate(plan.segments_of_row(row)):
-                ids = torch.from_numpy(data.get(self.first_sequence[k] + document, start, length).astype(np.int64))
-                input_ids[b, cursor:cursor + length] = ids
-                labels[b, cursor:cursor + length - 1] = ids[1:]
-                document_ids[b, cursor:cursor + length] = piece
-                cursor += length
-        return {"input_ids": input_ids, "labels": labels, "position_ids": positions_within_documents(document_ids),
-                "document_ids": document_ids}
+            rows.append([data.get(first + d, start, length) for d, start, length in plan.segments_of_row(row)])
+        return rows_batch(rows, self.seq_length, self.pad_id)
 
     def fingerprint(self) -> str:
         return _digest({"kind": self.kind, "data": [fingerprint(p) for p in self.blend.prefixes],
