@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
-import tomllib
+import sys
 
 import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 has no tomllib; the test extra installs tomli there
+    import tomli as tomllib
 
 from helpers.paths import REPO_ROOT
 
@@ -15,6 +20,11 @@ CONDA_NAMES = {"torch": "pytorch"}
 
 def _name(requirement: str) -> str:
     return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def _without_marker(requirement: str) -> str:
+    """`tomli>=2.0; python_version < '3.11'` -> `tomli>=2.0`: conda's file has no environment markers."""
+    return requirement.split(";", 1)[0].strip()
 
 
 def _load():
@@ -42,7 +52,7 @@ def test_every_dependency_is_in_the_environment():
 
 def test_versions_agree():
     project, _, conda, pip = _load()
-    declared = {CONDA_NAMES.get(_name(r), _name(r)): r.split(_name(r), 1)[-1].strip()
+    declared = {CONDA_NAMES.get(_name(r), _name(r)): _without_marker(r).split(_name(r), 1)[-1].strip()
                 for r in project["dependencies"] + project["optional-dependencies"]["test"]}
     for entry in conda + [p for p in pip if not p.startswith("-e")]:
         name = _name(entry)
