@@ -141,6 +141,11 @@ class SampleIndices:
 INDEX_NAMES = ("document_index", "sample_index", "shuffle_index")
 
 
+def _no_samples() -> SampleIndices:
+    """The indices of a dataset with no sample: no document drawn, no epoch, one sample boundary."""
+    return SampleIndices(np.zeros(0, np.int32), np.zeros((1, 2), np.int64), np.zeros(0, np.uint32), 0, 0)
+
+
 def _distributed_rank() -> int | None:
     """This process's rank when torch.distributed runs several processes, else None."""
     if torch.distributed.is_available() and torch.distributed.is_initialized() \
@@ -184,6 +189,8 @@ class GPTDataset(torch.utils.data.Dataset):
                 "seq_length": self.seq_length, "seed": self.config.seed, "files": fingerprint(self.prefix)}
 
     def _build(self, tokens_per_epoch: int) -> SampleIndices:
+        if tokens_per_epoch == 0:  # an empty split asked for no samples (the constructor refuses the rest)
+            return _no_samples()
         epochs = number_of_epochs(tokens_per_epoch, self.num_samples_requested, self.seq_length)
         separate = False
         if epochs > 1:

@@ -233,3 +233,47 @@ def test_bad_blend_file_names_the_line(tmp_path):
         load_blend_file(path)
     with pytest.raises(UserError, match="no such blend file"):
         load_blend_file(tmp_path / "absent.yaml")
+
+
+def tiny_prefix(path, lengths):
+    """A small int32 dataset whose documents have these lengths (tokens 1, 2, 3, ...)."""
+    from helpers.indexed import IndexedWriter
+
+    with IndexedWriter(path, np.int32) as writer:
+        for n in lengths:
+            writer.add_document(np.arange(1, n + 1))
+        writer.finalize()
+    return str(path)
+
+
+def assert_empty(dataset, seq_length):
+    assert len(dataset) == 0
+    batch = dataset.batch(np.arange(0))
+    assert set(batch) >= set(BATCH_KEYS)
+    assert all(batch[key].shape == (0, seq_length) for key in BATCH_KEYS)
+    with pytest.raises(IndexError):
+        dataset[0]
+
+
+def test_no_samples_of_an_empty_split_is_an_empty_dataset(tmp_path):
+    # four documents: the 1% validation share rounds to none of them, and the advice is to ask for none
+    prefix = tiny_prefix(tmp_path / "four", [5, 7, 3, 9])
+    with pytest.raises(UserError, match="ask for no samples"):
+        build_datasets([prefix], "99,1,0", (10, 10, None), 4, 1)
+    train, valid, test = build_datasets([prefix], "99,1,0", (10, 0, None), 4, 1)
+    assert len(train) >= 10 and test is None
+    assert_empty(valid, 4)
+    for cache_dir in (None, tmp_path / "cache"):  # built, then saved and loaded from the cache
+        for _ in range(2):
+            direct = GPTDataset(prefix, (4, 4), 0, gpt_dataset.GPTDatasetConfig(4, cache_dir=cache_dir and str(cache_dir)),
+                                split_name="valid")
+            assert_empty(direct, 4)
+
+
+def test_a_weight_zero_prefix_with_an_empty_split_is_left_out(tmp_path):
+    big = tiny_prefix(tmp_path / "big", [5, 7, 3, 9, 4, 4, 4, 4, 4, 4])
+    small = tiny_prefix(tmp_path / "small", [5, 7, 3, 9])  # its 10% validation share is empty
+    train, valid, _ = build_datasets(["1", big, "0", small], "90,10,0", (10, 5, None), 4, 1)
+    assert len(valid) == 5 and set(valid.dataset_index.tolist()) == {0}
+    assert len(valid.datasets[1]) == 0
+    assert valid.batch(np.arange(5))["input_ids"].shape == (5, 4)
