@@ -2,9 +2,11 @@
 
     python -m helpers.check data/megatron/literature_text_document [--tokenizer llama3]
 
-Prints the header in words and length statistics, then one line per check; exit 0 only when every
-check holds. Damaged or foreign files are reported, never crashed on: structure is checked before any
-token is read, and tokens are scanned in chunks, so a file of any size is checked in bounded memory.
+Prints the header in words and length statistics, then one line per check. Exit codes: 0 every check
+holds, 1 a check failed (the FAIL lines say what and the fix), 2 the command could not run (a missing
+file, an unknown tokenizer). Damaged or foreign files are reported, never crashed on: structure is checked
+before any token is read, and tokens are scanned in chunks, so a file of any size is checked in bounded
+memory.
 
 The tokenizer comes from the dataset's sidecar (`helpers.sidecar`) when there is one, so the vocabulary,
 EOD and text checks need no name; a named tokenizer that disagrees with the sidecar is refused. Without
@@ -94,13 +96,18 @@ def _structure(ds: IndexedDataset, report: Report) -> bool:
     """Checks that must hold before any token may be read."""
     lengths = ds.sequence_lengths.astype(np.int64)
     itemsize = ds.dtype.itemsize
-    ok = report.add("lengths", (lengths >= 0).all(), "every sequence length is non-negative"
+    integer = ds.dtype.kind in "iu"
+    ok = report.add("integer ids", integer, f"{ds.dtype.name} holds whole numbers" if integer else
+                    f"dtype code {ds.dtype_code} = {ds.dtype.name}, but token ids are integers (Megatron's "
+                    "preprocessing writes uint16 or int32); fix: re-run the preprocessing")
+    ok &= report.add("lengths", (lengths >= 0).all(), "every sequence length is non-negative"
                     if (lengths >= 0).all() else f"{int((lengths < 0).sum())} negative lengths; fix: re-run the preprocessing")
     expected_bin = int(lengths.sum()) * itemsize
+    partial = f", not a multiple of {itemsize} (part of a token)" if ds.bin_bytes % itemsize else ""
     ok &= report.add(".bin size", expected_bin == ds.bin_bytes,
                      f"{ds.bin_bytes:,} bytes = sum of lengths x {itemsize}" if expected_bin == ds.bin_bytes else
-                     f"{ds.bin_bytes:,} bytes, but the lengths need {expected_bin:,} (truncated or wrong dtype?); "
-                     "fix: re-run the preprocessing")
+                     f"{ds.bin_bytes:,} bytes{partial}, but the lengths need {expected_bin:,} (truncated or wrong "
+                     "dtype?); fix: re-run the preprocessing")
     pointers = np.zeros_like(lengths)
     if lengths.size:
         np.cumsum(lengths[:-1] * itemsize, out=pointers[1:])
@@ -115,11 +122,6 @@ def _structure(ds: IndexedDataset, report: Report) -> bool:
                      f"{docs[0] if docs.size else 'nothing'} and end at {docs[-1] if docs.size else 'nothing'}; "
                      "fix: re-run the preprocessing")
     return bool(ok)
-
-
-def _tokens(ds: IndexedDataset) -> np.ndarray:
-    """All tokens as one flat array view (only after the structure checks passed)."""
-    return np.frombuffer(ds._data, dtype=ds.dtype, count=ds.num_tokens) if ds.num_tokens else np.zeros(0, ds.dtype)
 
 
 def _scan_ids(tokens: np.ndarray) -> tuple[int, int]:
@@ -190,68 +192,117 @@ def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | 
     """Run every check; a tokenizer (the sidecar's, or a zoo name or object) enables the content checks.
 
     `expect_eod` defaults to the sidecar's `append_eod`, and to True without a sidecar (Megatron's
-    `--append-eod`).
+    `--append-eod`). Damage is a failed check; an exception from here is a bug, and is raised.
     """
     report = Report(str(prefix))
+    _run_checks(report, prefix, tokenizer, expect_eod, samples)
+    return report
+
+
+def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None) -> Report:
+    """`check_dataset` for the command line: an exception no check foresaw becomes a failed check saying
+    the checks did not finish, so a traceback never stands where a verdict should be.
+
+    A `UserError` (a bad tokenizer name) and an `OSError` (an unreadable path) still go up: they are
+    input errors (exit 2), not findings about the data.
+    """
+    report = Report(prefix)
+    try:
+        _run_checks(report, prefix, tokenizer, expect_eod, TEXT_SAMPLES)
+    except (UserError, OSError):
+        raise
+    except Exception as err:  # noqa: BLE001 - reported as unfinished, with the exception named
+        reason = " ".join(f"{type(err).__name__}: {err}".split())
+        report.add("checks finished", False, f"stopped by {reason}; fix: the files are damaged in a way no check "
+                                             "names, re-run the preprocessing (if they are good, report this)")
+    return report
+
+
+def _run_checks(report: Report, prefix, tokenizer, expect_eod: bool | None, samples: int) -> None:
+    """Every check, in order, into `report`: header, structure, then content (only on sound structure)."""
     tokenizer, sidecar = _choose_tokenizer(prefix, tokenizer, report)
     try:
         ds = IndexedDataset(prefix)
     except IndexFormatError as err:
         report.add("header", False, str(err))
-        return report
+        return
     report.header = describe_header(ds)
     report.add("header", True, f"magic, version 1, dtype code {ds.dtype_code} ({ds.dtype.name}), sizes consistent")
     if not _structure(ds, report):
-        return report
+        return
+    if not report.add("tokens", ds.num_tokens > 0, f"{ds.num_tokens:,} tokens" if ds.num_tokens else
+                      f"not one token in {ds.document_count:,} documents; fix: check the input had text under "
+                      "the --json-keys given, and re-run the preprocessing"):
+        return
 
+    tokens = ds.tokens  # exactly num_tokens long once the structure checks passed
+    highest = _statistics(ds, tokens, report)
+    if sidecar is not None:
+        _matches_sidecar(ds, sidecar, report)
+    if tokenizer is None:
+        return
+    _vocabulary(highest, ds.dtype, tokenizer, report)
+    if expect_eod is None:
+        expect_eod = sidecar["append_eod"] if sidecar is not None else True
+    if expect_eod:
+        _eod_at_ends(ds, tokens, tokenizer.eod_id, report)
+    _decoded_samples(ds, tokenizer, samples, report)
+
+
+def _statistics(ds: IndexedDataset, tokens: np.ndarray, report: Report) -> int:
+    """Counts, document lengths and the id range; the one id check that needs no tokenizer. Returns the
+    largest id."""
     doc_tokens = _document_token_counts(ds)
-    tokens = _tokens(ds)
+    low, high = _scan_ids(tokens)
     report.stats = {
         "tokens": f"{ds.num_tokens:,}",
         "documents": f"{ds.document_count:,} ({int((doc_tokens == 0).sum()):,} empty)",
         "tokens per document": (f"mean {doc_tokens.mean():,.1f}, median {np.median(doc_tokens):,.0f}, "
                                 f"p90 {np.percentile(doc_tokens, 90):,.0f}, max {doc_tokens.max():,}")
         if doc_tokens.size else "no documents",
+        "id range": f"{low:,} .. {high:,}",
     }
-    low, high = _scan_ids(tokens)
-    report.stats["id range"] = f"{low:,} .. {high:,}"
-    report.add("ids non-negative", low >= 0, "no negative id" if low >= 0 else f"smallest id is {low}; fix: wrong dtype?")
-    if sidecar is not None:
-        _matches_sidecar(ds, sidecar, report)
+    report.add("ids non-negative", low >= 0, "no negative id" if low >= 0 else
+               f"smallest id is {low:,}; fix: the .bin was damaged or written in another dtype, re-run the preprocessing")
+    return high
 
-    if tokenizer is None:
-        return report
+
+def _vocabulary(high: int, dtype: np.dtype, tokenizer, report: Report) -> None:
+    """Every id (the largest is `high`) is below the vocabulary size, and the dtype can hold the vocabulary."""
     vocab = tokenizer.vocab_size
     report.add("ids < vocab", high < vocab, f"largest id {high:,} < vocab {vocab:,} of {tokenizer.name}" if high < vocab
                else f"id {high:,} is not below the vocab size {vocab:,} of {tokenizer.name}; "
                     "fix: the dataset was made with another tokenizer")
-    holds = np.iinfo(ds.dtype).max >= vocab - 1 if ds.dtype.kind in "iu" else False
+    holds = np.iinfo(dtype).max >= vocab - 1
     wanted = optimal_dtype(vocab)
     report.add("dtype vs vocab", holds,
-               f"{ds.dtype.name} holds every id of a {vocab:,} vocabulary (Megatron would choose {wanted.name})" if holds
-               else f"{ds.dtype.name} cannot hold ids up to {vocab - 1:,}: ids were cut; fix: preprocess again, "
+               f"{dtype.name} holds every id of a {vocab:,} vocabulary (Megatron would choose {wanted.name})" if holds
+               else f"{dtype.name} cannot hold ids up to {vocab - 1:,}: ids were cut; fix: preprocess again, "
                     f"Megatron uses {wanted.name} for this vocabulary")
-    if expect_eod is None:
-        expect_eod = sidecar["append_eod"] if sidecar is not None else True
-    if expect_eod:
-        ends = _document_last_tokens(ds, tokens)
-        missing = int((ends != tokenizer.eod_id).sum())
-        report.add("EOD at document ends", missing == 0,
-                   f"every non-empty document ends with EOD {tokenizer.eod_id}" if missing == 0 else
-                   f"{missing:,} of {ends.size:,} documents do not end with EOD {tokenizer.eod_id}; "
-                   "fix: preprocess with --append-eod (or pass --no-eod if that was meant)")
-    picks = np.linspace(0, len(ds) - 1, num=min(samples, len(ds)), dtype=np.int64) if len(ds) else []
+
+
+def _eod_at_ends(ds: IndexedDataset, tokens: np.ndarray, eod_id: int, report: Report) -> None:
+    ends = _document_last_tokens(ds, tokens)
+    missing = int((ends != eod_id).sum())
+    report.add("EOD at document ends", missing == 0,
+               f"every non-empty document ends with EOD {eod_id}" if missing == 0 else
+               f"{missing:,} of {ends.size:,} documents do not end with EOD {eod_id}; "
+               "fix: preprocess with --append-eod (or pass --no-eod if that was meant)")
+
+
+def _decoded_samples(ds: IndexedDataset, tokenizer, samples: int, report: Report) -> None:
+    """The starts of a few sequences, spread over the dataset, decode to readable text."""
+    picks = np.linspace(0, len(ds) - 1, num=min(samples, len(ds)), dtype=np.int64)
     texts = []
     for i in picks:
         ids = ds.get(int(i), 0, min(int(ds.sequence_lengths[i]), 48)).tolist()
-        ids = [t for t in ids if t < vocab]
+        ids = [t for t in ids if 0 <= t < tokenizer.vocab_size]  # ids out of range fail their own checks
         texts.append(tokenizer.decode(ids))
     report.samples = texts
     textual = sum(_looks_like_text(t) for t in texts)
     report.add("decodes to text", textual == len(texts),
                f"{textual} of {len(texts)} samples decode to readable text" if textual == len(texts) else
                f"only {textual} of {len(texts)} samples decode to readable text; fix: check the tokenizer matches")
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,9 +314,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents were written without --append-eod (default: the sidecar says)")
     args = parser.parse_args(argv)
     prefix = re.sub(r"\.(bin|idx|json)$", "", args.prefix)  # the prefix, however it was named
-    if not idx_path(prefix).exists() and not bin_path(prefix).exists():
-        raise UserError(f"{prefix}: neither {prefix}.idx nor {prefix}.bin exists; fix: check the prefix")
-    report = check_dataset(prefix, args.tokenizer, expect_eod=False if args.no_eod else None)
+    missing = [path.name for path in (idx_path(prefix), bin_path(prefix)) if not path.is_file()]
+    if missing:
+        raise UserError(f"{prefix}: no file {' and no file '.join(missing)}; fix: check the prefix (it has no "
+                        ".bin/.idx suffix), or re-run the preprocessing if only one of the pair is there")
+    report = _checked_to_the_end(prefix, args.tokenizer, expect_eod=False if args.no_eod else None)
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.check import check_dataset
+from helpers import check
+from helpers.check import check_dataset, main
 from helpers.damage import copy_dataset, set_dtype_code, truncate_bin, write_token
+from helpers.errors import run_cli
 from helpers.indexed import IndexedWriter, bin_path, idx_path
 from helpers.preprocess import preprocess
 
@@ -105,3 +107,85 @@ def test_truncated_or_flipped_real_files_are_reported(tmp_path_factory, good, cu
     bin_path(prefix).write_bytes(data[: len(data) - cut_bin])
     report = check_dataset(prefix, "llama3")  # must return, whatever it finds
     assert report.checks
+
+
+def run_check(argv, capsys):
+    """`python -m helpers.check ARGV` in-process: its exit code and its output (stdout, stderr)."""
+    with pytest.raises(SystemExit) as exited:
+        run_cli(main, [str(a) for a in argv])
+    out = capsys.readouterr()
+    return exited.value.code, out.out, out.err
+
+
+@pytest.fixture()
+def int32_dataset(tmp_path):
+    """Three documents of byte ids in int32 (the dtype whose itemsize float32 shares), one of them empty."""
+    with IndexedWriter(tmp_path / "ids", np.int32) as writer:
+        for text in (b"hello world", b"", b"to be or not"):
+            writer.add_document(list(text) + [257] if text else [])
+        writer.finalize()
+    return tmp_path / "ids"
+
+
+@pytest.mark.parametrize("value", [-5, -(2 ** 31)])
+def test_a_negative_id_is_a_failed_check_not_a_crash(int32_dataset, capsys, value):
+    write_token(int32_dataset, 1, value)
+    code, out, err = run_check([int32_dataset, "--tokenizer", "bytes"], capsys)
+    assert code == 1 and "Traceback" not in err, err
+    assert "FAIL  ids non-negative" in out and "fix:" in out
+
+
+@pytest.mark.parametrize("float_dtype, int_dtype", [(np.float32, np.int32), (np.float64, np.int64)])
+def test_a_float_dtype_code_is_a_failed_check_not_a_crash(tmp_path, capsys, float_dtype, int_dtype):
+    with IndexedWriter(tmp_path / "ids", int_dtype) as writer:
+        writer.add_document([104, 105, 257])
+        writer.finalize()
+    set_dtype_code(tmp_path / "ids", float_dtype)  # same itemsize: the size checks still hold
+    code, out, err = run_check([tmp_path / "ids", "--tokenizer", "bytes"], capsys)
+    assert code == 1 and not err, err
+    assert [l for l in out.splitlines() if "FAIL" in l] == [
+        l for l in out.splitlines() if "FAIL  integer ids" in l and np.dtype(float_dtype).name in l and "fix:" in l]
+    assert failed(check_dataset(tmp_path / "ids")) == {"integer ids"}  # without a tokenizer too
+
+
+def test_a_bin_that_is_not_whole_tokens_says_so(int32_dataset):
+    with open(bin_path(int32_dataset), "ab") as handle:
+        handle.write(b"\x01\x02")
+    report = check_dataset(int32_dataset, "bytes")
+    assert failed(report) == {".bin size"}
+    assert "not a multiple of 4" in next(c.detail for c in report.failures())
+
+
+def test_an_empty_dataset_is_a_failed_check(tmp_path, capsys):
+    with IndexedWriter(tmp_path / "empty", np.uint16) as writer:
+        writer.add_document([])  # documents, but not one token
+        writer.finalize()
+    code, out, err = run_check([tmp_path / "empty", "--tokenizer", "bytes"], capsys)
+    assert code == 1 and not err
+    assert [l for l in out.splitlines() if "FAIL" in l] == [l for l in out.splitlines() if "FAIL  tokens" in l and "fix:" in l]
+
+
+@pytest.mark.parametrize("remove", [bin_path, idx_path])
+def test_a_missing_file_is_an_input_error(int32_dataset, capsys, remove):
+    remove(int32_dataset).unlink()
+    code, out, err = run_check([int32_dataset], capsys)
+    assert code == 2 and err.count("\n") == 1 and "fix:" in err and remove(int32_dataset).name in err
+
+
+def test_an_unknown_tokenizer_is_an_input_error(int32_dataset, capsys):
+    code, out, err = run_check([int32_dataset, "--tokenizer", "no-such-tokenizer"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "fix:" in err
+
+
+def test_an_unexpected_exception_is_reported_as_unfinished_not_as_a_verdict(int32_dataset, capsys, monkeypatch):
+    def broken(*args):
+        raise ValueError("something no check foresaw")
+
+    monkeypatch.setattr(check, "_scan_ids", broken)
+    with pytest.raises(ValueError):  # the library call hides nothing
+        check_dataset(int32_dataset, "bytes")
+    code, out, err = run_check([int32_dataset, "--tokenizer", "bytes"], capsys)
+    assert code == 1 and "Traceback" not in err
+    assert [l for l in out.splitlines() if "FAIL" in l] == [
+        l for l in out.splitlines() if "FAIL  checks finished" in l and "ValueError: something no check foresaw" in l]
+    assert "all checks passed" not in out
