@@ -20,7 +20,17 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except OSError as err:  # a path that cannot be read or written: the user's set-up, not a bug
+        print(f"error: {describe_os_error(err)}", file=sys.stderr)
+        sys.exit(2)
     sys.exit(code or 0)
+
+
+def describe_os_error(err: OSError) -> str:
+    """One line for an operating-system error: what happened to which path, and what to check."""
+    path = err.filename if err.filename is not None else "a file"
+    reason = err.strerror or str(err)
+    return f"{path}: {reason.lower()}; fix: check that path (a folder where one is needed, permissions, free space)"
 
 
 class DataNotFoundError(UserError, FileNotFoundError):

@@ -11,6 +11,7 @@ A grid file maps parameter names to lists of values; every combination is one ru
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import json
 import os
@@ -48,6 +49,44 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
     return entry
 
 
+def notebook_parameters(notebook: Path) -> dict[str, Any]:
+    """The names and default values of a notebook's `parameters` cell (read, not executed)."""
+    import papermill
+
+    found = papermill.inspect_notebook(str(notebook))
+    defaults = {}
+    for name, info in found.items():
+        try:
+            defaults[name] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):  # an expression: its type is not known before running
+            defaults[name] = None
+    return defaults
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether `value` may replace `default`: same type, an int where a float is expected, anything for None."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+def check_parameters(notebook: Path, parameters: dict[str, Any]) -> None:
+    """Refuse a parameter the notebook does not have, or a value of another type than its default."""
+    known = notebook_parameters(notebook)
+    for name, value in parameters.items():
+        if name not in known:
+            raise UserError(f"{notebook.name} has no parameter '{name}' (it has: {', '.join(known) or 'none'}); "
+                            "fix: use one of those names")
+        if not _same_kind(value, known[name]):
+            raise UserError(f"{notebook.name}: parameter '{name}' = {value!r} is a {type(value).__name__}, but its "
+                            f"default {known[name]!r} is a {type(known[name]).__name__}; fix: give a "
+                            f"{type(known[name]).__name__}")
+
+
 def grid_combinations(grid: dict[str, list]) -> list[dict[str, Any]]:
     """Every combination of a parameter grid, in a stable order."""
     for name, values in grid.items():
@@ -72,9 +111,14 @@ def combination_name(parameters: dict[str, Any]) -> str:
 
 
 def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]] | None = None) -> dict:
-    """Run every notebook (for every combination) and write `out/summary.json`."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Run every notebook (for every combination) and write `out/summary.json`.
+
+    Every combination is checked against every notebook's parameters before anything runs."""
     combinations = combinations or [{}]
+    for notebook in notebooks:
+        for parameters in combinations:
+            check_parameters(notebook, parameters)
+    out.mkdir(parents=True, exist_ok=True)
     entries = []
     for parameters in combinations:
         folder = out if parameters == {} else out / combination_name(parameters)
