@@ -38,14 +38,30 @@ SPLITS = ("train", "valid", "test")
 SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
 
 
+SPLIT_SHARE = re.compile(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*")
+SPLIT_EXAMPLE = "write up to three shares for train, valid, test, e.g. 969,30,1 or 90,10"
+
+
 def parse_split(split: str) -> list[float]:
-    """'969,30,1' → normalised weights for train, valid, test (missing ones are 0)."""
-    values = [float(v) for v in re.findall(r"[.0-9]+", split)]
-    if not values or len(values) > 3 or sum(values) <= 0:
-        raise UserError(f"split '{split}' must be up to three non-negative numbers with a positive sum, e.g. 969,30,1")
-    values += [0.0] * (3 - len(values))
-    total = float(np.sum(np.array(values, dtype=np.float64)))
-    return (np.array(values, dtype=np.float64) / total).tolist()
+    """'969,30,1' → normalised shares of train, valid, test (missing ones are 0), as megatron-core reads them.
+
+    megatron-core picks every run of digits and dots out of the string, so it would read '-5,10,1' as
+    5,10,1 and '90,,10' as 90,10,0; such strings are refused here, so that whatever is accepted means
+    what it says and gives Megatron's fractions to the last bit. Parts are separated by ',' (or '/').
+    """
+    text = str(split)
+    parts = text.split("," if "," in text or "/" not in text else "/")
+    if len(parts) > 3:
+        raise UserError(f"--split '{text}' has {len(parts)} parts; fix: {SPLIT_EXAMPLE}")
+    for position, part in enumerate(parts, 1):
+        if not SPLIT_SHARE.fullmatch(part):
+            raise UserError(f"--split '{text}': part {position} ('{part}') is not a non-negative number; "
+                            f"fix: {SPLIT_EXAMPLE}")
+    values = np.array([float(p) for p in parts] + [0.0] * (3 - len(parts)), dtype=np.float64)
+    total = np.sum(values)
+    if total <= 0:
+        raise UserError(f"--split '{text}' gives no split a share; fix: {SPLIT_EXAMPLE}")
+    return (values / total).tolist()
 
 
 def split_bookends(split: str) -> list[tuple[float, float] | None]:

@@ -277,3 +277,49 @@ def test_a_weight_zero_prefix_with_an_empty_split_is_left_out(tmp_path):
     assert len(valid) == 5 and set(valid.dataset_index.tolist()) == {0}
     assert len(valid.datasets[1]) == 0
     assert valid.batch(np.arange(5))["input_ids"].shape == (5, 4)
+
+
+# Split strings megatron-core reads as written: ours must read them the same, to the last bit.
+SPLITS_READ_AS_WRITTEN = ["969,30,1", "90,10,0", "100", "100,0,0", "1,1", "0,0,1", "98,2", "1.5,1", ".5,.5",
+                          "5.,1", "0.969,0.03,0.001", "90, 10, 0", " 98 ,2 ", "007,3", "949/50/1", "1/1"]
+# Split strings megatron-core refuses (an exception, or NaN shares that fail later).
+SPLITS_MEGATRON_REFUSES = ["", "0", "0,0,0", "abc", "1.2.3,1", ".,1", "1,2,3,4", "90,10,0,0", ",,,"]
+# Split strings megatron-core reads as another string says (it keeps only the runs of digits and dots):
+# refused here, since what it would use is not what was written.
+SPLITS_MEGATRON_MISREADS = {"-5,10,1": "5,10,1", "90,,10": "90,10", "1e3,1": "1,3,1", "nan,1": "1", "inf,5": "5",
+                            "5-1": "5,1", "90;10": "90,10", "90 10 0": "90,10,0", "1,1,1,": "1,1,1",
+                            "90/10,0": "90,10,0", "\uff11,1": "1", "+5,1": "5,1"}
+
+
+def megatron_split(split):
+    """megatron-core's reading of a split string: its fractions and book-ends, or None where it refuses."""
+    from megatron.core.datasets.blended_megatron_dataset_config import (convert_split_vector_to_split_matrix,
+                                                                         parse_and_normalize_split)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fractions = parse_and_normalize_split(split)
+    except (ValueError, AssertionError):
+        return None
+    if any(np.isnan(fractions)):
+        return None
+    return fractions, convert_split_vector_to_split_matrix(fractions)
+
+
+@pytest.mark.parametrize("split", SPLITS_READ_AS_WRITTEN)
+def test_split_strings_are_read_as_megatron_reads_them(split):
+    fractions, bookends = megatron_split(split)
+    assert gpt_dataset.parse_split(split) == fractions
+    assert gpt_dataset.split_bookends(split) == bookends
+
+
+@pytest.mark.parametrize("split", SPLITS_MEGATRON_REFUSES + list(SPLITS_MEGATRON_MISREADS))
+def test_split_strings_megatron_refuses_or_misreads_are_refused_in_one_line(split):
+    if split in SPLITS_MEGATRON_MISREADS:  # what megatron-core would use instead of what is written
+        assert megatron_split(split) == megatron_split(SPLITS_MEGATRON_MISREADS[split])
+    else:
+        assert megatron_split(split) is None
+    with pytest.raises(UserError) as err:
+        gpt_dataset.parse_split(split)
+    message = str(err.value)
+    assert f"'{split}'" in message and "fix:" in message and "\n" not in message
