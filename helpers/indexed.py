@@ -52,9 +52,31 @@ class IndexFormatError(UserError):
     """A `.bin/.idx` pair that is not a valid Megatron indexed dataset."""
 
 
-def optimal_dtype(vocab_size: int) -> np.dtype:
-    """The token dtype Megatron writes for a vocabulary of this size: uint16 below 65,500, else int32."""
-    return np.dtype(np.uint16 if vocab_size < UINT16_VOCAB_LIMIT else np.int32)
+def optimal_dtype(vocab_size: int | None) -> np.dtype:
+    """The token dtype Megatron writes for a vocabulary of this size: uint16 below 65,500, else int32
+    (also when the size is unknown, None, as Megatron's `DType.optimal_dtype` does)."""
+    return np.dtype(np.uint16 if vocab_size is not None and vocab_size < UINT16_VOCAB_LIMIT else np.int32)
+
+
+def as_token_ids(ids, dtype: np.dtype) -> np.ndarray:
+    """`ids` as an array of `dtype`; an id the dtype cannot hold is refused, never wrapped around
+    (numpy's cast would store 70,000 in a uint16 as 4,464). One min/max per call, no loop."""
+    array = np.asarray(ids)
+    if array.dtype == dtype:
+        return array
+    if array.size == 0:
+        return array.astype(dtype)
+    if dtype.kind in "iu":
+        if array.dtype.kind not in "iub":
+            raise UserError(f"token ids of type {array.dtype} cannot be stored as {dtype}; "
+                            "fix: give integer ids")
+        info = np.iinfo(dtype)
+        low, high = int(array.min()), int(array.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise UserError(f"token id {bad} does not fit in {dtype} ({info.min}..{info.max}); "
+                            "fix: write with a wider dtype (int32, or int64)")
+    return array.astype(dtype)
 
 
 def idx_path(prefix: str | os.PathLike) -> Path:
@@ -67,6 +89,17 @@ def bin_path(prefix: str | os.PathLike) -> Path:
 
 def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _sequences_per_document(document_lengths: np.ndarray, sequence_lengths: np.ndarray) -> np.ndarray:
+    """How many of the sequences fall in each document; the sequences must tile the documents exactly."""
+    sequence_ends = np.cumsum(sequence_lengths)
+    document_ends = np.cumsum(document_lengths)
+    tiled = (int(sequence_lengths.sum()) == int(document_lengths.sum()) and bool((sequence_lengths > 0).all())
+             and bool(np.isin(document_ends[document_lengths > 0], sequence_ends).all()))
+    if not tiled:
+        raise ValueError("sequence lengths do not cut the documents into whole sequences")
+    return np.diff(np.searchsorted(sequence_ends, document_ends, side="right"), prepend=0)
 
 
 class IndexedWriter:
@@ -93,7 +126,7 @@ class IndexedWriter:
 
     def add_document(self, ids: Sequence[int] | np.ndarray) -> None:
         """One document as one sequence; an empty one adds a document boundary and no sequence."""
-        array = np.asarray(ids, dtype=self.dtype)
+        array = as_token_ids(ids, self.dtype)
         if array.size:
             self._bin.write(array.tobytes())
             self._lengths.append(np.array([array.size], dtype=np.int32))
@@ -102,24 +135,33 @@ class IndexedWriter:
         self._document_ends.append(np.array([self._sequences], dtype=np.int64))
         self.documents += 1
 
-    def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
-        """Many documents at once: their ids concatenated, and each one's length (0 for an empty one)."""
-        flat_ids = np.asarray(flat_ids, dtype=self.dtype)
+    def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray,
+                      sequence_lengths: np.ndarray | None = None) -> None:
+        """Many documents at once: their ids concatenated, and each one's length (0 for an empty one).
+
+        Each non-empty document is one sequence, unless `sequence_lengths` (all positive, in order) cut
+        the documents into several, as Megatron's tool does for a list of strings."""
+        flat_ids = as_token_ids(flat_ids, self.dtype)
         lengths = np.asarray(lengths, dtype=np.int64)
         if int(lengths.sum()) != flat_ids.size:
             raise ValueError("lengths do not add up to the number of ids")
+        if sequence_lengths is None:
+            sequences = lengths[lengths > 0]
+            per_document = (lengths > 0).astype(np.int64)
+        else:
+            sequences = np.asarray(sequence_lengths, dtype=np.int64)
+            per_document = _sequences_per_document(lengths, sequences)
         self._bin.write(flat_ids.tobytes())
-        nonempty = lengths[lengths > 0]
-        self._lengths.append(nonempty.astype(np.int32))
-        self._document_ends.append(self._sequences + np.cumsum(lengths > 0, dtype=np.int64))
-        self._sequences += int(nonempty.size)
+        self._lengths.append(sequences.astype(np.int32))
+        self._document_ends.append(self._sequences + np.cumsum(per_document))
+        self._sequences += int(sequences.size)
         self.tokens += int(flat_ids.size)
         self.documents += int(lengths.size)
 
     def add_sequences(self, sequences: Iterable[Sequence[int]]) -> None:
         """Sequences of one document (sentence-level data); close the document with `end_document`."""
         for ids in sequences:
-            array = np.asarray(ids, dtype=self.dtype)
+            array = as_token_ids(ids, self.dtype)
             self._bin.write(array.tobytes())
             self._lengths.append(np.array([array.size], dtype=np.int32))
             self._sequences += 1
