@@ -15,7 +15,7 @@ from helpers import check
 from helpers.check import check_dataset, main
 from helpers.damage import copy_dataset, set_dtype_code, truncate_bin, write_token
 from helpers.errors import run_cli
-from helpers.indexed import IndexedWriter, bin_path, idx_path
+from helpers.indexed import IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path
 from helpers.preprocess import preprocess
 
 
@@ -189,3 +189,12 @@ def test_an_unexpected_exception_is_reported_as_unfinished_not_as_a_verdict(int3
     assert [l for l in out.splitlines() if "FAIL" in l] == [
         l for l in out.splitlines() if "FAIL  checks finished" in l and "ValueError: something no check foresaw" in l]
     assert "all checks passed" not in out
+
+
+def test_a_folder_in_place_of_a_file_is_refused_in_one_line(int32_dataset, capsys):
+    bin_path(int32_dataset).unlink()
+    bin_path(int32_dataset).mkdir()
+    with pytest.raises(IndexFormatError, match="a folder, not a file; fix:"):
+        IndexedDataset(int32_dataset)
+    code, out, err = run_check([int32_dataset], capsys)
+    assert code == 2 and err.count("\n") == 1 and "fix:" in err

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from helpers.errors import UserError
 from helpers.indexed import (DTYPE_CODES, IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path,
-                             merge, optimal_dtype)
+                             fingerprint, merge, optimal_dtype)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -182,3 +182,26 @@ def test_damaged_index_is_a_one_line_error(tmp_path, damage, message):
 def test_missing_files_name_the_prefix(tmp_path):
     with pytest.raises(IndexFormatError, match="no such file"):
         IndexedDataset(tmp_path / "absent")
+
+
+def test_fingerprint_sees_a_same_size_rewrite_and_survives_a_copy(tmp_path):
+    from helpers.damage import copy_dataset, write_token
+
+    write_ours(tmp_path / "a", DOCUMENTS, np.int32)
+    before = fingerprint(tmp_path / "a")
+    copy = copy_dataset(tmp_path / "a", tmp_path / "elsewhere" / "b")  # new path, new mtime, same bytes
+    os.utime(bin_path(copy), ns=(1, 1))
+    assert fingerprint(copy) == before
+    write_token(copy, 1, 12345)  # the same size, other tokens
+    assert fingerprint(copy) != before
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
+def test_fingerprint_reads_a_bounded_sample(tmp_path):
+    prefix = tmp_path / "many"
+    with IndexedWriter(prefix, np.uint16) as writer:  # a 24 MB .idx: two million one-token documents
+        writer.add_documents(np.ones(2_000_000, np.uint16), np.ones(2_000_000, np.int64))
+        writer.finalize()
+    before = _bytes_read_by_this_process()
+    fingerprint(prefix)
+    assert _bytes_read_by_this_process() - before < 4 << 20
