@@ -1,4 +1,4 @@
-"""The default real corpus, built offline, and a JSONL reader that names the line of any bad record.
+"""The default real corpus, built offline; its files are read back with `read_jsonl` (from `helpers.jsonl`).
 
 Three domains, one JSONL file each, NeMo-Curator-style records (`text`, `title`, `source`, `id`):
 
@@ -28,6 +28,7 @@ from typing import Iterable, Iterator
 from tqdm.auto import tqdm
 
 from .errors import UserError, run_cli
+from .jsonl import read_jsonl
 from .paths import CACHE_DIR, RAW_DIR
 
 DOMAINS = ("literature", "docs", "code")
@@ -270,42 +271,6 @@ def corpus_paths(directory: str | os.PathLike = RAW_DIR) -> dict[str, Path]:
     if missing:
         raise UserError(f"corpus file(s) missing: {', '.join(missing)}; fix: python -m helpers.corpus --out {directory}")
     return paths
-
-
-def read_jsonl(path: str | os.PathLike, key: str = "text") -> Iterator[dict]:
-    """Yield the records of a JSONL file; any bad record raises a `UserError` naming file and line.
-
-    Bad means: bytes that are not UTF-8, a line that is not JSON, a value that is not an object,
-    or an object whose `key` is missing or not a string. Blank lines are skipped.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise UserError(f"{path}: no such file; fix: check the path")
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                yield parse_jsonl_line(raw, path, number, key)
-
-
-def parse_jsonl_line(raw: bytes, path: os.PathLike | str, number: int, key: str = "text") -> dict:
-    """Parse one JSONL line, or raise a `UserError` that names the file, the line and the fix."""
-    where = f"{path}:{number}"
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UserError(f"{where}: invalid UTF-8 at byte {err.start}; fix: re-encode the file as UTF-8") from None
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise UserError(f"{where}: invalid JSON ({err.msg} at column {err.colno}); fix: one JSON object per line") from None
-    if not isinstance(record, dict):
-        raise UserError(f"{where}: record is a JSON {type(record).__name__}, not an object; fix: one JSON object per line")
-    if key not in record:
-        raise UserError(f"{where}: record has no '{key}' field (fields: {', '.join(sorted(record)) or 'none'}); "
-                        f"fix: add it or choose another key")
-    if not isinstance(record[key], str):
-        raise UserError(f"{where}: field '{key}' is a JSON {type(record[key]).__name__}, not a string; fix: store text as a string")
-    return record
 
 
 def first_texts(path: str | os.PathLike, max_chars: int) -> list[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import re
 import sys
@@ -37,6 +36,7 @@ from tqdm.auto import tqdm
 
 from .errors import UserError, run_cli
 from .indexed import IndexedDataset, IndexedWriter, merge
+from .jsonl import BadRecord, check_json_keys, is_blank, location, numbered_lines, parse_record
 from .sidecar import FORMAT, sidecar_path, tokenizer_identity, write_sidecar
 from .tokenizers import load_tokenizer
 
@@ -56,6 +56,7 @@ class BatchResult:
     skipped: Counter = field(default_factory=Counter)
     first_skips: list = field(default_factory=list)
     special_documents: int = 0
+    sequence_lengths: dict[str, np.ndarray] = field(default_factory=dict)  # only where a list made several
 
 
 @dataclass
@@ -80,67 +81,80 @@ def _init_worker(settings: RunSettings) -> None:
                    special_pattern=re.compile("|".join(map(re.escape, specials))) if specials else None)
 
 
-def _parse_line(raw: bytes, keys: tuple[str, ...]) -> tuple[str | None, str | dict]:
-    """(None, record) for a good line, or (kind, message) for a bad one."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return "invalid UTF-8", f"invalid UTF-8 at byte {err.start}; fix: re-encode the file as UTF-8"
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        return "invalid JSON", f"invalid JSON ({err.msg} at column {err.colno}); fix: one JSON object per line"
-    if not isinstance(record, dict):
-        return "not an object", f"record is a JSON {type(record).__name__}, not an object; fix: one JSON object per line"
-    for key in keys:
-        if key not in record:
-            return "missing key", (f"record has no '{key}' field (fields: {', '.join(sorted(record)) or 'none'}); "
-                                   f"fix: add it or pass --json-keys with the right name")
-        if not isinstance(record[key], str):
-            return "non-string value", (f"field '{key}' is a JSON {type(record[key]).__name__}, not a string; "
-                                        "fix: store text as a string")
-    return None, record
-
-
 def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
-    """Parse and encode one batch of raw lines (runs in a worker process)."""
+    """Parse and encode one batch of raw lines (runs in a worker process); the rules for lines and
+    records are `helpers.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
     source, first_line, lines = task
     settings: RunSettings = _worker["settings"]
-    tokenizer = _worker["tokenizer"]
-    pattern = _worker["special_pattern"]
-    texts: dict[str, list[str]] = {k: [] for k in settings.json_keys}
     result = BatchResult(ids={}, lengths={}, lines=len(lines), bytes=sum(map(len, lines)))
-    for number, raw in enumerate(lines, start=first_line):
-        if not raw.strip():
+    records: list[dict] = []
+    for number, place, line in numbered_lines(lines, first_line):
+        if is_blank(line):
             result.blank_lines += 1
             continue
-        kind, parsed = _parse_line(raw, settings.json_keys)
-        if kind is not None:
-            where = f"{source}:{number}: {parsed}"
+        try:
+            record = parse_record(line, settings.json_keys, allow_lists=True)
+        except BadRecord as bad:
+            where = f"{location(source, number, place)}: {bad.reason}"
             if not settings.skip_bad_records:
-                raise UserError(where)
-            result.skipped[kind] += 1
+                raise UserError(where) from None
+            result.skipped[bad.kind] += 1
             if len(result.first_skips) < 5:
                 result.first_skips.append(where)
             continue
-        record = parsed
-        has_special = False
-        for key in settings.json_keys:
-            text = record[key]
-            texts[key].append(text)
-            has_special = has_special or bool(pattern and pattern.search(text))
-        result.special_documents += has_special
-    dtype = np.dtype(settings.dtype)
-    for key, key_texts in texts.items():
-        encoded = [tokenizer.encode(t, parse_special=settings.parse_special) for t in key_texts]
-        if settings.append_eod:
-            for ids in encoded:
-                if ids:
-                    ids.append(tokenizer.eod_id)
-        result.lengths[key] = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        flat = np.fromiter((i for ids in encoded for i in ids), dtype=np.int64, count=int(result.lengths[key].sum()))
-        result.ids[key] = flat.astype(dtype)
+        records.append(record)
+        result.special_documents += _holds_special_strings(record, settings.json_keys)
+    for key in settings.json_keys:
+        _encode_field(result, key, [record[key] for record in records])
     return result
+
+
+def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
+    pattern = _worker["special_pattern"]
+    if pattern is None:
+        return False
+    return any(pattern.search(text) for key in keys for text in _texts(record[key]))
+
+
+def _texts(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+def _encode_document(value: str | list[str]) -> list[list[int]]:
+    """A document's sequences, as Megatron's tool makes them: one per non-empty string of a list (a
+    string is a list of one), and the EOD id at the end of the last one with `--append-eod`."""
+    settings: RunSettings = _worker["settings"]
+    tokenizer = _worker["tokenizer"]
+    sequences = [ids for ids in (tokenizer.encode(text, parse_special=settings.parse_special)
+                                 for text in _texts(value)) if ids]
+    if sequences and settings.append_eod:
+        sequences[-1].append(tokenizer.eod_id)
+    return sequences
+
+
+def _encode_field(result: BatchResult, key: str, values: list) -> None:
+    """Encode one field of every good record of a batch into `result`: ids, document lengths, and the
+    sequence lengths too when a list made a document of several sequences."""
+    documents = [_encode_document(value) for value in values]
+    sequences = [ids for document in documents for ids in document]
+    sequence_lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    flat = np.fromiter((i for ids in sequences for i in ids), dtype=np.int64, count=int(sequence_lengths.sum()))
+    _check_vocabulary(flat)
+    result.ids[key] = flat.astype(_worker["settings"].dtype)
+    result.lengths[key] = np.fromiter((sum(map(len, document)) for document in documents), dtype=np.int64,
+                                      count=len(documents))
+    if len(sequences) != np.count_nonzero(result.lengths[key]):
+        result.sequence_lengths[key] = sequence_lengths
+
+
+def _check_vocabulary(ids: np.ndarray) -> None:
+    """Refuse ids the tokenizer's own vocabulary does not have: cast to the dtype, they would wrap around."""
+    vocab_size = _worker["tokenizer"].vocab_size
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+        raise UserError(f"tokenizer {_worker['settings'].tokenizer} produced id {bad}, outside its vocabulary of "
+                        f"{vocab_size} ids; fix: repair the tokenizer (its vocabulary size must exceed every id it "
+                        "produces), e.g. export it again")
 
 
 def _bounded_map(pool, function, tasks: Iterator, limit: int) -> Iterator:
@@ -228,6 +242,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
                log_interval: int = 0, progress: bool = True) -> Summary:
     """Tokenize a JSONL file into one Megatron indexed dataset per key; see the module docstring."""
     input_path = Path(input_path)
+    json_keys = check_json_keys(json_keys)
     if workers < 1 or partitions < 1:
         raise UserError("--workers and --partitions must be at least 1")
     if partitions > 1:
@@ -281,7 +296,7 @@ def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, wo
             tasks = _batches(input_path, partition, partitions)
             for result in _bounded_map(pool, _encode_batch, tasks, workers * IN_FLIGHT_PER_WORKER):
                 for key, writer in writers.items():
-                    writer.add_documents(result.ids[key], result.lengths[key])
+                    writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))
                 summary.empty_documents += int((result.lengths[json_keys[0]] == 0).sum())
                 summary.documents = writers[json_keys[0]].documents
                 summary.tokens = sum(w.tokens for w in writers.values())

@@ -2,8 +2,9 @@
 
 The script itself lives in the Megatron-LM repository, not in the megatron-core wheel; its loop is
 short: build the tokenizer with megatron-core's `build_tokenizer` (HuggingFaceTokenizer), per JSON line
-`ids = tokenizer.tokenize(text)`, append `tokenizer.eod` to a non-empty document with --append-eod,
-`IndexedDatasetBuilder.add_document(ids, [len(ids)] or [])`, then `finalize`, in the dtype
+`ids = tokenizer.tokenize(text)` (for a list of strings, each one, its ids a sequence if there are any),
+append `tokenizer.eod` to a non-empty document with --append-eod, `IndexedDatasetBuilder.add_document(ids,
+sequence lengths)`, then `finalize`, in the dtype
 `DType.optimal_dtype(tokenizer.vocab_size)`. Running the real script on the same inputs gives the
 same bytes (see benchmarks/preprocess_throughput.py, which can run it from a checkout).
 """
@@ -39,9 +40,16 @@ def megatron_preprocess(jsonl: str, output_prefix: str, folder: str, key: str = 
         f"{prefix}.bin", dtype=indexed_dataset.DType.optimal_dtype(tokenizer.vocab_size))
     with open(jsonl, encoding="utf-8") as handle:
         for line in handle:
-            ids = tokenizer.tokenize(json.loads(line)[key])
+            value = json.loads(line)[key]
+            ids, lengths = [], []
+            for sentence in value if isinstance(value, list) else [value]:  # a list: one sequence per string
+                sentence_ids = list(tokenizer.tokenize(sentence))
+                if sentence_ids:
+                    ids += sentence_ids
+                    lengths.append(len(sentence_ids))
             if ids and append_eod:
-                ids = list(ids) + [tokenizer.eod]
-            builder.add_document(torch.tensor(ids, dtype=torch.int64), [len(ids)] if ids else [])
+                ids.append(tokenizer.eod)
+                lengths[-1] += 1
+            builder.add_document(torch.tensor(ids, dtype=torch.int64), lengths)
     builder.finalize(f"{prefix}.idx")
     return prefix
