@@ -105,7 +105,7 @@ def test_header_fields_at_boundary_values(fresh, original, capsys):
     }
     for name, values in candidates.items():
         for value in values:
-            if value == header[name] or not 0 <= value < 2**64 or (name == "dtype code" and value > 255):
+            if value == header[name]:
                 continue
             prefix = fresh()
             set_header_field(prefix, name, value)
