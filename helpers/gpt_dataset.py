@@ -12,8 +12,9 @@ Three indices, from one `numpy.random.RandomState(seed)` in Megatron's order:
 - **shuffle index**: a permutation of the samples (the last partial epoch, again, on its own).
 
 Indices are cached on disk (when a cache folder is given) under a name that hashes the parameters
-and the data's fingerprint (file sizes and the `.idx` header and ends), so a changed dataset never
-reuses stale indices. Samples come out in the one batch layout of `helpers.layout`.
+and the data's fingerprint (`helpers.indexed.fingerprint`), so a changed dataset never reuses stale
+indices; a cache folder appears whole or not at all, and a damaged one is said and rebuilt. Samples
+come out in the one batch layout of `helpers.layout`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import json
 import os
 import re
 import shutil
+import socket
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,18 +230,17 @@ class GPTDataset(torch.utils.data.Dataset):
         and saves while the other ranks wait at a barrier, then load its files."""
         if self.config.cache_dir is None:
             return self._build(tokens_per_epoch)
-        description = json.dumps(self.description(), sort_keys=True)
-        key = hashlib.sha256(description.encode()).hexdigest()[:16]
+        description = json.loads(json.dumps(self.description(), sort_keys=True))
+        key = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:16]
         folder = Path(self.config.cache_dir) / f"gpt-{self.split_name}-{key}"
         rank = _distributed_rank()
         if rank not in (None, 0):
             torch.distributed.barrier()
-            return _load_indices(folder)
-        if (folder / "description.json").exists():
-            indices = _load_indices(folder)
-        else:
+            return _load_indices(folder, description)
+        indices = _cached_indices(folder, description)
+        if indices is None:
             indices = self._build(tokens_per_epoch)
-            _save_indices(folder, indices, json.loads(description))
+            _save_indices(folder, indices, description)
         if rank == 0:
             torch.distributed.barrier()
         return indices
@@ -292,17 +294,102 @@ class GPTDataset(torch.utils.data.Dataset):
         return {k: v[0] for k, v in self.batch([i % len(self)]).items()}
 
 
-def _load_indices(folder: Path) -> SampleIndices:
-    meta = json.loads((folder / "description.json").read_text())
-    arrays = [np.load(folder / f"{n}.npy", mmap_mode="r") for n in INDEX_NAMES]
-    return SampleIndices(*arrays, meta["epochs"], meta["tokens_per_epoch"])
+# ------------------------------------------------------------ the index cache
+#
+# A cache folder holds the three indices as .npy files and `description.json`. It is written under a
+# hidden temporary name (unique to host, process and thread) and renamed into place whole, so a failed
+# or killed save never leaves a folder under the final name; a damaged folder is said and rebuilt.
+
+
+class DamagedCacheError(UserError):
+    """A cache folder that cannot be read back, or whose files disagree with each other."""
+
+    def __init__(self, folder: Path, problem: str):
+        self.folder, self.problem = folder, problem
+        super().__init__(f"{folder}: cached indices are damaged ({problem}); fix: remove that folder "
+                         "(rank 0 rebuilds it)")
+
+
+def _load_indices(folder: Path, description: dict) -> SampleIndices:
+    """The indices cached in `folder`, checked against each other and `description`."""
+    try:
+        meta = json.loads((folder / "description.json").read_text())
+        epochs, tokens_per_epoch = int(meta.pop("epochs")), int(meta.pop("tokens_per_epoch"))
+        arrays = [np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in INDEX_NAMES]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as err:
+        problem = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'unreadable'}"
+    else:
+        indices = SampleIndices(*arrays, epochs, tokens_per_epoch)
+        problem = "it describes other data" if meta != description else _inconsistency(indices, description)
+        if problem is None:
+            return indices
+    raise DamagedCacheError(folder, problem)
+
+
+def _inconsistency(indices: SampleIndices, description: dict) -> str | None:
+    """What is wrong with the shapes and types of cached indices, or None."""
+    begin, end = description["range"]
+    documents, samples, shuffle = indices.document_index, indices.sample_index, indices.shuffle_index
+    if documents.dtype != np.int32 or documents.shape != ((end - begin) * indices.epochs,):
+        return f"document index {documents.dtype} {documents.shape}"
+    if samples.dtype != np.int64 or samples.ndim != 2 or samples.shape[0] < 1 or samples.shape[1] != 2:
+        return f"sample index {samples.dtype} {samples.shape}"
+    if shuffle.dtype not in (np.uint32, np.int64) or shuffle.shape != (samples.shape[0] - 1,):
+        return f"shuffle index {shuffle.dtype} {shuffle.shape} for {samples.shape[0] - 1} samples"
+    return None
+
+
+def _cached_indices(folder: Path, description: dict) -> SampleIndices | None:
+    """The indices cached in `folder`, or None when there are none; a damaged folder is said and removed."""
+    if not folder.exists():
+        return None
+    try:
+        return _load_indices(folder, description)
+    except DamagedCacheError as err:
+        print(f"warning: {folder}: cached indices are damaged ({err.problem}); rebuilding them", file=sys.stderr)
+    aside = _temporary_name(folder, "old")
+    try:
+        os.replace(folder, aside)
+    except FileNotFoundError:  # another process moved it first
+        pass
+    shutil.rmtree(aside, ignore_errors=True)
+    return None
+
+
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)-(?P<thread>\d+)-(?P<purpose>new|old)@(?P<host>.*)")
+
+
+def _temporary_name(folder: Path, purpose: str) -> Path:
+    """A hidden sibling of `folder` that no other host, process or thread uses at the same time."""
+    return folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}-{purpose}@{socket.gethostname()}")
+
+
+def _remove_dead_temporaries(cache_dir: Path) -> None:
+    """Remove the cache's temporaries left by processes of this host that are gone (killed mid-save)."""
+    for path in cache_dir.glob(".*.tmp-*"):
+        match = TEMPORARY.fullmatch(path.name)
+        if match and match["host"] == socket.gethostname() and not _process_alive(int(match["pid"])):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _save_indices(folder: Path, indices: SampleIndices, description: dict) -> None:
-    """Write under a name unique to this process and thread, rename into place last; a failure leaves nothing."""
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    """Write under a temporary name, `description.json` last, and rename the folder into place; a failure
+    leaves nothing, and another process finishing the same folder first is fine."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_dead_temporaries(folder.parent)
+    tmp = _temporary_name(folder, "new")
     try:
-        tmp.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
         for name in INDEX_NAMES:
             np.save(tmp / f"{name}.npy", getattr(indices, name))
         (tmp / "description.json").write_text(json.dumps(
@@ -310,7 +397,6 @@ def _save_indices(folder: Path, indices: SampleIndices, description: dict) -> No
         os.replace(tmp, folder)
     except OSError:
         if not (folder / "description.json").exists():  # not just another process finishing first
-            shutil.rmtree(tmp, ignore_errors=True)
             raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
