@@ -34,16 +34,17 @@ def loss_and_gradients(model, input_ids, labels, **inputs) -> tuple[torch.Tensor
 
 
 def compare_packed_and_separate(model, documents: dict[int, np.ndarray], capacity: int) -> dict[str, float]:
-    """Pack `documents` into one row and compare with running each alone."""
-    plan = pack(np.array([len(documents[d]) for d in sorted(documents)]), capacity, "best_fit_decreasing")
+    """Pack `documents` (any keys) into one row and compare with running each alone."""
+    ordered = [documents[key] for key in sorted(documents)]  # a plan numbers documents by position
+    plan = pack(np.array([len(ids) for ids in ordered]), capacity, "best_fit_decreasing")
     if plan.rows != 1:
         raise ValueError(f"the documents need {plan.rows} rows of {capacity}; give a larger capacity")
-    batch = packed_batch(plan, [0], documents, sdpa_mask=True)
+    batch = packed_batch(plan, [0], ordered, sdpa_mask=True)
     packed, packed_grads = loss_and_gradients(model, batch["input_ids"], batch["labels"],
                                               attention_mask=batch["attention_mask"], position_ids=batch["position_ids"])
     separate, grads = torch.zeros((), dtype=torch.float64), None
-    for d in sorted(documents):
-        ids = torch.as_tensor(documents[d]).unsqueeze(0)
+    for document in ordered:
+        ids = torch.as_tensor(document).unsqueeze(0)
         labels = torch.cat([ids[:, 1:], torch.tensor([[-100]])], dim=1)
         loss, g = loss_and_gradients(model, ids, labels)
         separate = separate + loss

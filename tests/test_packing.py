@@ -122,3 +122,14 @@ def test_comparison_helper_reports_the_same():
     assert abs(result["packed_loss"] - result["separate_loss"]) < 1e-9
     assert result["max_gradient_difference"] < 1e-9
     assert abs(result["unmasked_packed_loss"] - result["separate_loss"]) > 1e-3
+
+
+def test_comparison_helper_takes_any_document_keys():
+    """Documents keyed 30, 10, 20 (not 0..n-1): the packed row holds exactly these documents' tokens."""
+    rng = np.random.default_rng(5)
+    documents = {key: rng.integers(1, 101, size=n) for key, n in ((30, 6), (10, 9), (20, 4))}
+    as_positions = {position: documents[key] for position, key in enumerate(sorted(documents))}
+    model = tiny_llama()
+    result = compare_packed_and_separate(model, documents, 32)
+    assert result == compare_packed_and_separate(model, as_positions, 32)
+    assert abs(result["packed_loss"] - result["separate_loss"]) < 1e-9
