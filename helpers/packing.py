@@ -13,8 +13,10 @@ A *plan* says, for every row, which pieces of which documents it holds: arrays `
 | `window` | first-fit-decreasing within windows of `window` consecutive documents (LMMS-Engine's window_W) | no |
 | `streaming` | a bounded buffer of open rows over an iterator; a full buffer emits its fullest row | no |
 
-A document longer than `capacity` is either truncated (the rest dropped and counted) or split into
-capacity-sized pieces first (`overlong="split"`, the pieces counted as fragments).
+A document longer than `capacity` is truncated (`overlong="truncate"`: the rest dropped, its tokens
+counted), split into capacity-sized pieces first (`"split"`: the pieces counted as fragments), or left
+out whole (`"drop"`: the same documents in every strategy, counted). `concat` cuts every document
+across rows anyway, so only `"drop"` changes what it packs.
 The greedy loops are compiled with numba: best-fit-decreasing packs a million documents in well under
 a second here (see benchmarks/packing_speed.py).
 """
@@ -28,9 +30,11 @@ import numpy as np
 import torch
 from numba import njit
 
+from .errors import UserError
 from .layout import IGNORE_INDEX, attention_mask, positions_within_documents
 
 STRATEGIES = ("concat", "pad", "next_fit", "first_fit", "best_fit_decreasing", "window", "streaming")
+OVERLONG = ("truncate", "split", "drop")
 
 
 @dataclass
@@ -45,6 +49,7 @@ class PackPlan:
     length: np.ndarray
     rows: int
     truncated_tokens: int = 0
+    dropped_documents: int = 0
 
     def row_fill(self) -> np.ndarray:
         """Tokens used in each row."""
@@ -58,8 +63,28 @@ class PackPlan:
 # ---------------------------------------------------------------- overlong documents
 
 
+def _check_parameters(capacity, overlong: str, strategy: str = "streaming", window=1, buffer_rows=1) -> None:
+    """One line naming the parameter for a strategy or `overlong` not known, or a size below 1."""
+    for name, value in (("capacity", capacity), ("window", window), ("buffer_rows", buffer_rows)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise UserError(f"packing {name}={value!r}; fix: give {name} a whole number of at least 1")
+    if strategy not in STRATEGIES:
+        raise UserError(f"packing strategy {strategy!r} is unknown; fix: choose one of {', '.join(STRATEGIES)}")
+    if overlong not in OVERLONG:
+        raise UserError(f"packing overlong={overlong!r}; fix: choose one of {', '.join(OVERLONG)}")
+
+
+def _without_dropped(lengths: np.ndarray, capacity: int, overlong: str) -> tuple[np.ndarray, int]:
+    """`lengths` with the documents that `overlong="drop"` leaves out set to 0, and how many they are."""
+    if overlong != "drop":
+        return lengths, 0
+    dropped = lengths > capacity
+    return np.where(dropped, 0, lengths), int(dropped.sum())
+
+
 def _pieces(lengths: np.ndarray, capacity: int, overlong: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(document, start, length) of the items to pack, and the tokens dropped by truncation."""
+    """(document, start, length) of the items to pack, and the tokens dropped by truncation
+    (documents that `"drop"` leaves out are already 0 long)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     documents = np.arange(lengths.size, dtype=np.int64)
     keep = lengths > 0
@@ -67,8 +92,6 @@ def _pieces(lengths: np.ndarray, capacity: int, overlong: str) -> tuple[np.ndarr
     if overlong == "truncate":
         dropped = int(np.maximum(lengths - capacity, 0).sum())
         return documents, np.zeros_like(lengths), np.minimum(lengths, capacity), dropped
-    if overlong != "split":
-        raise ValueError(f"overlong must be 'truncate' or 'split', got {overlong!r}")
     counts = -(-lengths // capacity)
     document = np.repeat(documents, counts)
     first = np.repeat(np.cumsum(counts) - counts, counts)
@@ -179,24 +202,24 @@ def _best_fit(lengths, capacity):  # pragma: no cover - compiled
 # ---------------------------------------------------------------- strategies
 
 
-def _plan_from_rows(strategy, capacity, document, start, length, rows, row_count, dropped) -> PackPlan:
+def _plan_from_rows(strategy, capacity, document, start, length, rows, row_count, truncated,
+                    dropped_documents) -> PackPlan:
     order = np.argsort(rows, kind="stable")
     return PackPlan(strategy, capacity, rows[order], document[order], start[order], length[order], int(row_count),
-                    dropped)
+                    truncated, dropped_documents)
 
 
 def pack(lengths: np.ndarray, capacity: int, strategy: str = "best_fit_decreasing", overlong: str = "truncate",
          window: int = 256, buffer_rows: int = 8) -> PackPlan:
     """A pack plan for documents of these lengths (e.g. an `.idx`'s `sequence_lengths`)."""
-    if capacity < 1:
-        raise ValueError(f"capacity must be positive, got {capacity}")
-    lengths = np.asarray(lengths, dtype=np.int64)
+    _check_parameters(capacity, overlong, strategy, window, buffer_rows)
+    lengths, dropped_documents = _without_dropped(np.asarray(lengths, dtype=np.int64), capacity, overlong)
     if strategy == "concat":
-        return _concat(lengths, capacity)
+        return _concat(lengths, capacity, dropped_documents)
     if strategy == "streaming":
         segments = list(stream_pack(iter(lengths.tolist()), capacity, buffer_rows, overlong))
-        return _plan_from_stream(segments, capacity, lengths, overlong)
-    document, start, length, dropped = _pieces(lengths, capacity, overlong)
+        return _plan_from_stream(segments, capacity, lengths, overlong, dropped_documents)
+    document, start, length, truncated = _pieces(lengths, capacity, overlong)
     if strategy == "pad":
         rows, count = np.arange(document.size, dtype=np.int64), document.size
     elif strategy == "next_fit":
@@ -208,14 +231,12 @@ def pack(lengths: np.ndarray, capacity: int, strategy: str = "best_fit_decreasin
         sorted_rows, count = _best_fit(length[order], capacity)
         rows = np.empty_like(sorted_rows)
         rows[order] = sorted_rows
-    elif strategy == "window":
-        rows, count = _window(length, capacity, window)
     else:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return _plan_from_rows(strategy, capacity, document, start, length, rows, count, dropped)
+        rows, count = _window(length, capacity, window)
+    return _plan_from_rows(strategy, capacity, document, start, length, rows, count, truncated, dropped_documents)
 
 
-def _concat(lengths: np.ndarray, capacity: int) -> PackPlan:
+def _concat(lengths: np.ndarray, capacity: int, dropped_documents: int) -> PackPlan:
     """Every token in order, cut into rows of `capacity` (the last row may be short)."""
     present = np.flatnonzero(lengths > 0)
     sizes = lengths[present]
@@ -227,7 +248,7 @@ def _concat(lengths: np.ndarray, capacity: int) -> PackPlan:
     k = np.searchsorted(ends, seg_start, side="right")
     return PackPlan("concat", capacity, (seg_start // capacity).astype(np.int64), present[k].astype(np.int64),
                     (seg_start - (ends[k] - sizes[k])).astype(np.int64), (seg_end - seg_start).astype(np.int64),
-                    -(-total // capacity), 0)
+                    -(-total // capacity), 0, dropped_documents)
 
 
 def _window(length: np.ndarray, capacity: int, window: int):
@@ -251,12 +272,18 @@ def stream_pack(lengths: Iterable[int], capacity: int, buffer_rows: int = 8,
     Each document goes into the first open row with room; when none has room and the buffer is full,
     the fullest row is emitted. Memory is bounded by the buffer, whatever the corpus size.
     """
+    _check_parameters(capacity, overlong, buffer_rows=buffer_rows)
+    return _stream_rows(lengths, capacity, buffer_rows, overlong)
+
+
+def _stream_rows(lengths: Iterable[int], capacity: int, buffer_rows: int,
+                 overlong: str) -> Iterator[list[tuple[int, int, int]]]:
     open_rows: list[list[tuple[int, int, int]]] = []
     free: list[int] = []
     for document, size in enumerate(lengths):
-        pieces = [(0, size)] if size <= capacity else (
-            [(0, capacity)] if overlong == "truncate" else
-            [(s, min(capacity, size - s)) for s in range(0, size, capacity)])
+        pieces = [(0, size)] if size <= capacity else {
+            "truncate": [(0, capacity)], "drop": [],
+            "split": [(s, min(capacity, size - s)) for s in range(0, size, capacity)]}[overlong]
         for start, piece in pieces:
             if piece <= 0:
                 continue
@@ -275,11 +302,12 @@ def stream_pack(lengths: Iterable[int], capacity: int, buffer_rows: int = 8,
 
 
 def _plan_from_stream(rows: list[list[tuple[int, int, int]]], capacity: int, lengths: np.ndarray,
-                      overlong: str) -> PackPlan:
+                      overlong: str, dropped_documents: int) -> PackPlan:
     flat = [(r, d, s, n) for r, segments in enumerate(rows) for d, s, n in segments]
     array = np.array(flat, dtype=np.int64).reshape(-1, 4)
-    dropped = int(np.maximum(lengths - capacity, 0).sum()) if overlong == "truncate" else 0
-    return PackPlan("streaming", capacity, array[:, 0], array[:, 1], array[:, 2], array[:, 3], len(rows), dropped)
+    truncated = int(np.maximum(lengths - capacity, 0).sum()) if overlong == "truncate" else 0
+    return PackPlan("streaming", capacity, array[:, 0], array[:, 1], array[:, 2], array[:, 3], len(rows), truncated,
+                    dropped_documents)
 
 
 # ---------------------------------------------------------------- metrics
@@ -298,6 +326,7 @@ def plan_metrics(plan: PackPlan, ranks: int = 1) -> dict:
         "tokens": used,
         "padding_fraction": 1 - used / slots if slots else 0.0,
         "truncated_tokens": plan.truncated_tokens,
+        "dropped_documents": plan.dropped_documents,
         "fragmented_documents": int((segments_per_document > 1).sum()),
         "documents_per_row": float(np.bincount(plan.row, minlength=plan.rows).mean()) if plan.rows else 0.0,
         "fill_histogram": np.histogram(fill / plan.capacity, bins=10, range=(0, 1))[0].tolist(),

@@ -4,13 +4,15 @@ and packed training with document masking is exactly the same as training on doc
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.layout import varlen_boundaries
 from helpers.packed_loss import compare_packed_and_separate, loss_and_gradients, tiny_llama
-from helpers.packing import STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
+from helpers.errors import UserError
+from helpers.packing import OVERLONG, STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
 
 lengths_strategy = st.lists(st.integers(0, 300), min_size=1, max_size=120)
 
@@ -25,7 +27,7 @@ def covered(plan):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(lengths=lengths_strategy, capacity=st.integers(1, 256), strategy=st.sampled_from(STRATEGIES),
-       overlong=st.sampled_from(["truncate", "split"]))
+       overlong=st.sampled_from(OVERLONG))
 def test_every_token_once_and_no_row_overfull(lengths, capacity, strategy, overlong):
     lengths = np.array(lengths)
     plan = pack(lengths, capacity, strategy, overlong=overlong, window=7, buffer_rows=3)
@@ -34,6 +36,8 @@ def test_every_token_once_and_no_row_overfull(lengths, capacity, strategy, overl
     spans = covered(plan)
     for d, size in enumerate(lengths.tolist()):
         kept = size if strategy == "concat" or overlong == "split" else min(size, capacity)
+        if overlong == "drop" and size > capacity:
+            kept = 0
         pieces = spans.get(d, [])
         if kept == 0:
             assert not pieces
@@ -41,7 +45,9 @@ def test_every_token_once_and_no_row_overfull(lengths, capacity, strategy, overl
         assert pieces[0][0] == 0 and pieces[-1][1] == kept  # from the start, to what is kept
         assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))  # no gap, no overlap
     m = plan_metrics(plan)
-    assert m["tokens"] + m["truncated_tokens"] == lengths.sum()
+    dropped = lengths > capacity if overlong == "drop" else np.zeros(lengths.size, bool)
+    assert m["dropped_documents"] == dropped.sum()
+    assert m["tokens"] + m["truncated_tokens"] + lengths[dropped].sum() == lengths.sum()
     assert sum(m["fill_histogram"]) == plan.rows or plan.rows == 0
     if strategy not in ("concat",) and overlong == "truncate":
         assert m["fragmented_documents"] == 0
@@ -133,3 +139,35 @@ def test_comparison_helper_takes_any_document_keys():
     result = compare_packed_and_separate(model, documents, 32)
     assert result == compare_packed_and_separate(model, as_positions, 32)
     assert abs(result["packed_loss"] - result["separate_loss"]) < 1e-9
+
+
+def test_overlong_drop_leaves_out_the_same_documents_in_every_strategy():
+    lengths = np.array([5, 40, 3, 0, 17, 16, 9, 33, 1, 12] * 3)
+    kept = {d for d, n in enumerate(lengths.tolist()) if 0 < n <= 16}
+    for strategy in STRATEGIES:
+        plan = pack(lengths, 16, strategy, overlong="drop", window=4, buffer_rows=2)
+        spans = covered(plan)
+        assert set(spans) == kept, strategy
+        assert all(spans[d][0][0] == 0 and spans[d][-1][1] == lengths[d] for d in kept), strategy
+        assert plan.dropped_documents == plan_metrics(plan)["dropped_documents"] == 9, strategy
+        assert plan.truncated_tokens == 0
+    streamed = [d for row in stream_pack(iter(lengths.tolist()), 16, 2, overlong="drop") for d, _, _ in row]
+    assert set(streamed) == kept
+
+
+@pytest.mark.parametrize("arguments, named", [
+    (dict(capacity=0), "capacity"), (dict(capacity=-4), "capacity"),
+    (dict(strategy="window", window=0), "window"), (dict(window=-1), "window"),
+    (dict(strategy="streaming", buffer_rows=0), "buffer_rows"), (dict(buffer_rows=-2), "buffer_rows"),
+    (dict(window=2.5), "window"), (dict(strategy="tightest"), "strategy"), (dict(overlong="cut"), "overlong"),
+])
+def test_bad_packing_parameters_are_one_clear_line(arguments, named):
+    arguments = {"capacity": 16, **arguments}
+    with pytest.raises(UserError) as err:
+        pack(np.array([5, 20, 7]), **arguments)
+    message = str(err.value)
+    assert named in message and "fix:" in message and "\n" not in message
+    if named in ("capacity", "buffer_rows", "overlong"):
+        with pytest.raises(UserError, match=named):
+            stream_pack(iter([5, 20, 7]), arguments["capacity"], arguments.get("buffer_rows", 8),
+                        arguments.get("overlong", "truncate"))
