@@ -281,10 +281,7 @@ def _stream_rows(lengths: Iterable[int], capacity: int, buffer_rows: int,
     open_rows: list[list[tuple[int, int, int]]] = []
     free: list[int] = []
     for document, size in enumerate(lengths):
-        pieces = [(0, size)] if size <= capacity else {
-            "truncate": [(0, capacity)], "drop": [],
-            "split": [(s, min(capacity, size - s)) for s in range(0, size, capacity)]}[overlong]
-        for start, piece in pieces:
+        for start, piece in _stream_pieces(size, capacity, overlong):
             if piece <= 0:
                 continue
             target = next((i for i, f in enumerate(free) if f >= piece), None)
@@ -299,6 +296,17 @@ def _stream_rows(lengths: Iterable[int], capacity: int, buffer_rows: int,
             open_rows[target].append((document, start, piece))
             free[target] -= piece
     yield from open_rows
+
+
+def _stream_pieces(size: int, capacity: int, overlong: str) -> list[tuple[int, int]]:
+    """(start, length) of the pieces of one document that the stream packs."""
+    if size <= capacity:
+        return [(0, size)]
+    if overlong == "truncate":
+        return [(0, capacity)]
+    if overlong == "drop":
+        return []
+    return [(start, min(capacity, size - start)) for start in range(0, size, capacity)]
 
 
 def _plan_from_stream(rows: list[list[tuple[int, int, int]]], capacity: int, lengths: np.ndarray,
