@@ -379,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--val-fraction", type=float, default=0.05, help="share of shards in val/ (--format shards)")
     parser.add_argument("--shard-dtype", default=None, help="shard dtype, e.g. uint32 (default: Megatron's choice)")
     args = parser.parse_args(argv)
+    if args.format != "megatron" and not args.append_eod:
+        raise UserError(f"--format {args.format} needs --append-eod: a flat token stream tells documents apart only "
+                        "by EOD; fix: add --append-eod, or keep --format megatron")
     target = args.output_prefix
     if args.format != "megatron":
         target = f"{args.output_prefix}.indexed-tmp-{os.getpid()}"
@@ -387,26 +390,31 @@ def main(argv: list[str] | None = None) -> int:
                          args.log_interval, progress=not args.no_progress)
     if args.format != "megatron":
         summary.outputs = convert_outputs(summary.outputs, args.output_prefix, args.format, args.tokenizer,
-                                          args.tokens_per_shard, args.val_fraction, args.shard_dtype)
+                                          args.tokens_per_shard, args.val_fraction, args.shard_dtype, args.input)
     for line in summary.lines():
         print(line)
     return 0
 
 
 def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer: str, tokens_per_shard: int,
-                    val_fraction: float, shard_dtype: str | None) -> dict[str, str]:
-    """Turn each key's indexed output into `{prefix}_{key}.npy` or `{prefix}_{key}_shards/`, then remove it."""
-    from .formats import indexed_to_npy, indexed_to_shards
+                    val_fraction: float, shard_dtype: str | None,
+                    source: str | os.PathLike | None = None) -> dict[str, str]:
+    """Turn each key's indexed output into `{prefix}_{key}.npy` or `{prefix}_{key}_shards/`, then remove it.
+    Every output is checked before any is written: a layout that would lose documents is refused, in a
+    line naming `source` (the input the data was made from, which the sidecars name too)."""
+    from .formats import indexed_to_npy, indexed_to_shards, require_boundaries
 
     eod_id = load_tokenizer(tokenizer).eod_id
     converted = {}
     try:
         for key, indexed in outputs.items():
+            require_boundaries(IndexedDataset(indexed), eod_id, f"--format {layout}", f"{source or indexed} ('{key}')")
+        for key, indexed in outputs.items():
             if layout == "npy":
-                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_id))
+                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_id, source))
             else:
                 converted[key] = str(indexed_to_shards(indexed, f"{prefix}_{key}_shards", tokens_per_shard,
-                                                       val_fraction, shard_dtype, eod_id))
+                                                       val_fraction, shard_dtype, eod_id, source))
     finally:
         for indexed in outputs.values():
             for path in (Path(f"{indexed}.bin"), Path(f"{indexed}.idx"), sidecar_path(indexed)):
