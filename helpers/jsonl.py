@@ -118,7 +118,8 @@ def parse_record(raw: bytes, keys: tuple[str, ...], allow_lists: bool = False) -
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise BadRecord("invalid UTF-8", f"invalid UTF-8 at byte {err.start}; fix: re-encode the file as UTF-8") from None
+        raise BadRecord("invalid UTF-8",
+                        f"invalid UTF-8 at byte {err.start}; fix: re-encode the file as UTF-8") from None
     if line.startswith("\ufeff"):
         raise BadRecord("byte order mark", "the line starts with a UTF-8 byte order mark (BOM), which only the "
                                            "start of a file may hold; fix: remove it (files joined with cat keep "
