@@ -6,7 +6,11 @@
 Same flags as Megatron where Megatron has them; output `{prefix}_{key}_document.bin/.idx`, and beside it a
 JSON sidecar `{prefix}_{key}_document.json` naming the tokenizer (see `helpers.sidecar`). Per document:
 the ids of the text (no BOS), then the EOD id with `--append-eod`; an empty text adds a document
-boundary and no sequence. Differences, all on purpose:
+boundary and no sequence; a list of strings is read as Megatron's tool reads it, one sequence per
+non-empty string, the EOD at the end of the last. Lines and records follow `helpers.jsonl`: a bare CR
+ends a line (as in Megatron's text-mode reader), a BOM at the start of the file is skipped, a lone
+surrogate is a bad record. `--format npy` and `--format shards` need `--append-eod` and refuse data whose
+documents EOD cannot mark (see `helpers.formats`). Differences, all on purpose:
 
 - special-token strings written in a text stay text (Megatron's Hugging Face path turns
   "<|end_of_text|>" into a real EOD mid-document); `--parse-special-tokens` does as Megatron does,
