@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -500,17 +501,54 @@ ZOO: dict[str, ZooEntry] = {
 }
 
 
+_said_ambiguous: set[str] = set()
+
+
+def load_tokenizer(name: str | os.PathLike) -> ZooTokenizer:
+    """A zoo tokenizer by name (llama3, mistral, cl100k, bytes, bpe, bpe-N), or a Hugging Face folder.
+
+    Zoo names win over folders of the same name in the working directory (`export llama3 llama3` must
+    not change what `llama3` means later); a folder is taken when written as a path (`./llama3`,
+    `data/tokenizers/x`), or by a bare name that is no zoo name.
+    """
+    text = os.fspath(name)
+    if isinstance(name, os.PathLike) or _written_as_path(text):
+        if not Path(text).is_dir():
+            raise UserError(f"tokenizer '{text}': no such folder; fix: give a folder written by save_pretrained "
+                            f"or export, or a zoo name ({', '.join(ZOO)}, bpe-N)")
+        return _load_folder(str(Path(text).resolve()))
+    if _is_zoo_name(text):
+        if Path(text).is_dir() and text not in _said_ambiguous:
+            _said_ambiguous.add(text)
+            print(f"warning: '{text}' is a zoo tokenizer and a folder here; using the zoo's '{text}'; "
+                  f"for the folder write ./{text}", file=sys.stderr)
+        return _load_zoo(text)
+    if Path(text).is_dir():
+        return _load_folder(str(Path(text).resolve()))
+    raise UserError(f"unknown tokenizer '{text}'; fix: choose one of {', '.join(ZOO)}, bpe-N, or a tokenizer folder")
+
+
+def _written_as_path(text: str) -> bool:
+    """Whether a tokenizer argument is written as a path: a separator in it, or '.' / '..'."""
+    separators = {os.sep, os.altsep, "/"} - {None}
+    return text in (".", "..") or any(sep in text for sep in separators)
+
+
+def _is_zoo_name(text: str) -> bool:
+    return text in ZOO or re.fullmatch(r"bpe-\d+", text) is not None
+
+
 @functools.cache
-def load_tokenizer(name: str) -> ZooTokenizer:
-    """A zoo tokenizer by name (llama3, mistral, cl100k, bytes, bpe, bpe-N), or a Hugging Face folder."""
-    if Path(name).is_dir():
-        return HuggingFaceFolderTokenizer(name)
+def _load_zoo(name: str) -> ZooTokenizer:
     match = re.fullmatch(r"bpe-(\d+)", name)
     if match:
         return load_bpe(int(match.group(1)))
-    if name not in ZOO:
-        raise UserError(f"unknown tokenizer '{name}'; fix: choose one of {', '.join(ZOO)}, bpe-N, or a tokenizer folder")
     return ZOO[name].load()
+
+
+@functools.cache
+def _load_folder(folder: str) -> ZooTokenizer:
+    return HuggingFaceFolderTokenizer(folder)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,3 +175,45 @@ def test_cli_list_and_export(tmp_path):
     assert hf("Hello world", add_special_tokens=False).input_ids == [9906, 1917]
     bad = subprocess.run(run + ["export", "nope", str(tmp_path / "x")], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown tokenizer" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("name", ["bytes", "llama3", "bpe-512"])
+def test_a_folder_named_like_a_zoo_entry_does_not_shadow_it(tmp_path, monkeypatch, capsys, corpus_dir, name):
+    """`mkdir bytes` (or exporting llama3 to ./llama3) must not switch `--tokenizer NAME` to the folder."""
+    from helpers import tokenizers
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tokenizers, "_said_ambiguous", set(), raising=False)
+    (tmp_path / name).mkdir()
+    tokenizer = load_tokenizer(name)
+    assert tokenizer.name == name and tokenizer.kind != "Hugging Face folder"
+    assert load_tokenizer(name) is tokenizer
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [f"warning: '{name}' is a zoo tokenizer and a folder here; using the zoo's '{name}'; "
+                    f"for the folder write ./{name}"]
+
+
+def test_a_folder_given_as_a_path_is_the_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    zoo = load_tokenizer("bytes")
+    for folder in ("bytes", "data/tokenizers/mine", "mine"):
+        zoo.export(tmp_path / folder)
+    for given in ["./bytes", str(tmp_path / "bytes"), "data/tokenizers/mine", "mine"]:
+        tokenizer = load_tokenizer(given)
+        assert tokenizer.kind == "Hugging Face folder", given
+        assert tokenizer.encode("héllo") == zoo.encode("héllo")
+    assert capsys.readouterr().err == ""
+    with pytest.raises(UserError, match=r"'data/tokenizers/absent'.*no such folder.*fix:"):
+        load_tokenizer("data/tokenizers/absent")
+
+
+def test_export_to_a_folder_named_like_the_tokenizer_keeps_the_zoo(tmp_path):
+    """`tokenizers export llama3 llama3`, then `--tokenizer llama3` still means the zoo's llama3."""
+    run = [sys.executable, "-m", "helpers.tokenizers"]
+    subprocess.run(run + ["export", "bytes", "bytes"], cwd=tmp_path, capture_output=True, check=True,
+                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    probe = "from helpers.tokenizers import load_tokenizer; print(load_tokenizer('bytes').kind)"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert result.stdout.strip() == "bytes"
+    assert result.stderr.count("for the folder write ./bytes") == 1
