@@ -8,7 +8,8 @@ Blank lines are not records. A UTF-8 byte order mark at the very start of the fi
 Python's `utf-8-sig` codec does (Megatron's reader stops on it); anywhere else it is a bad record.
 
 Records. A line is a good record when its bytes are UTF-8, it is one JSON object, and every field asked
-for is a string, or, where lists are allowed (preprocessing, as Megatron's tool does), a list of strings.
+for is there once and is a string, or, where lists are allowed (preprocessing, as Megatron's tool does), a
+list of strings (a field named twice is refused: a JSON reader keeps one of the two values without a word).
 No string may hold a lone surrogate: JSON allows the escape `\\ud800` on its own, but UTF-8 cannot
 encode it, so no tokenizer can read it. A bad record raises `BadRecord`: its kind (for the counts of
 `--skip-bad-records`) and one line saying what is wrong and how to fix it.
@@ -101,6 +102,27 @@ def _texts_of(record: dict, key: str, allow_lists: bool) -> list[str]:
     return value
 
 
+def _names_twice(line: str) -> set[str]:
+    """The field names the record's top-level object holds more than once."""
+    objects: list[list[str]] = []
+
+    def keep_names(pairs):
+        objects.append([name for name, _ in pairs])
+        return dict(pairs)
+
+    json.loads(line, object_pairs_hook=keep_names)
+    names = objects[-1]  # the outermost object is completed last
+    return {name for name in names if names.count(name) > 1}
+
+
+def _check_named_once(raw: bytes, line: str, keys: tuple[str, ...]) -> None:
+    """Refuse a record naming a field to read twice; the full check runs only when the name occurs twice."""
+    for key in keys:
+        if raw.count(json.dumps(key, ensure_ascii=False).encode()) > 1 and key in _names_twice(line):
+            raise BadRecord("duplicate field", f"field '{key}' appears twice in the record (a JSON reader keeps one "
+                                               "value and drops the other); fix: keep one per record")
+
+
 def _check_surrogates(key: str, texts: list[str]) -> None:
     """Refuse a string holding a lone surrogate, which UTF-8 (and so every tokenizer) cannot encode."""
     for text in texts:
@@ -132,6 +154,7 @@ def parse_record(raw: bytes, keys: tuple[str, ...], allow_lists: bool = False) -
     if not isinstance(record, dict):
         raise BadRecord("not an object", f"record is a JSON {_json_type(record)}, not an object; "
                                          "fix: one JSON object per line")
+    _check_named_once(raw, line, keys)
     may_hold_surrogates = b"\\ud" in raw or b"\\uD" in raw  # only an escape can put one in a string
     for key in keys:
         texts = _texts_of(record, key, allow_lists)

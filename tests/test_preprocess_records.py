@@ -209,3 +209,17 @@ def test_a_list_holding_something_else_is_a_bad_record(tmp_path, value, problem)
         preprocess(path, tmp_path / "out", "bytes", progress=False)
     summary = preprocess(path, tmp_path / "out", "bytes", skip_bad_records=True, progress=False)
     assert summary.skipped == {"non-string value": 1}
+
+
+# ---------------------------------------------------------------- a field named twice in one record
+
+
+def test_a_field_named_twice_in_a_record_is_a_bad_record(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"text": "fine", "meta": {"text": 1}}\n{"text": "one", "id": 2, "text": "two"}\n')
+    with pytest.raises(UserError, match=rf"{path}:2: field 'text' appears twice.*fix:"):
+        preprocess(path, tmp_path / "out", "bytes", progress=False)
+    with pytest.raises(UserError, match=rf"{path}:2: field 'text' appears twice"):
+        list(read_jsonl(path))
+    summary = preprocess(path, tmp_path / "out", "bytes", skip_bad_records=True, progress=False)
+    assert summary.skipped == {"duplicate field": 1} and summary.documents == 1
