@@ -18,34 +18,56 @@ documents EOD cannot mark (see `helpers.formats`). Differences, all on purpose:
 - a bad record stops the run with one line naming file and line, and leaves no output behind
   (`--skip-bad-records` skips, counts and reports them instead); blank lines are counted and skipped;
 - speed: the main process streams batches of raw lines to worker processes that parse and encode
-  them with the zoo's fastest correct encoder and send back numpy arrays; memory stays flat.
+  them with the zoo's fastest correct encoder and send back numpy arrays (with `--workers 1` it
+  encodes them itself); memory stays flat;
+- `--partitions P` cuts the input into P contiguous byte ranges (each cut just after a newline) and runs
+  them at the same time, each in its own process with its share of the workers; the parts are merged in
+  input order, so the output is byte-identical to one pass, and line numbers and counts are the whole
+  file's. Megatron's tool deals lines round-robin to its partitions instead, which reorders the documents
+  unless `--keep-sequential-samples`. A `.gz` input has no byte offsets to cut at: it runs as one
+  partition with all the workers, and says so;
+- a failed, interrupted (Ctrl-C: exit 130) or terminated (SIGTERM: exit 143) run removes every temporary
+  file, partitions and worker processes included; one killed outright (SIGKILL) cannot, so the next run
+  for the same prefix removes what dead processes left (never the files of a process still running).
+  Outputs move into place only when all of them are complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gzip
 import os
 import re
+import signal
 import sys
+import threading
 import time
+import traceback
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field, fields
 from multiprocessing import get_context
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from .errors import UserError, run_cli
-from .indexed import IndexedDataset, IndexedWriter, merge
+from .indexed import IndexedDataset, IndexedWriter, remove_stale_temporaries
 from .jsonl import BadRecord, check_json_keys, is_blank, location, numbered_lines, parse_record
 from .sidecar import FORMAT, sidecar_path, tokenizer_identity, write_sidecar
 from .tokenizers import load_tokenizer
 
 BATCH_BYTES = 1 << 20  # raw JSONL per task sent to a worker
 IN_FLIGHT_PER_WORKER = 4
+FIRST_SKIPS = 5  # skipped records quoted in the summary
+PROGRESS_SECONDS = 0.2  # how often a partitioned run's bar moves
+STOP_SECONDS = 30  # how long a stopped partition gets to clean up before SIGKILL
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+PR_SET_PDEATHSIG = 1  # Linux prctl option: a signal for this process when its parent dies
 
 
 @dataclass
@@ -184,22 +206,54 @@ def _open_input(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def _batches(path: Path, partition: int = 0, partitions: int = 1) -> Iterator[tuple[str, int, list[bytes]]]:
-    """Batches of raw lines with the number of their first line; with partitions, every P-th line."""
+def _plan_ranges(path: Path, partitions: int) -> list[tuple[int, int | None]]:
+    """Contiguous byte ranges `[start, end)` of about size/P each, every cut moved to just after the next
+    newline so that no line is split; empty ranges are dropped. A `.gz` file has no byte offsets to cut
+    at: it is one range, read to its end (end None)."""
+    if path.suffix == ".gz":
+        return [(0, None)]
+    size = path.stat().st_size
+    cuts = [0]
+    with open(path, "rb") as handle:
+        for part in range(1, partitions):
+            handle.seek(max(size * part // partitions, cuts[-1], 1) - 1)
+            handle.readline()
+            cuts.append(min(handle.tell(), size))
+    cuts.append(size)
+    return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
+
+
+def _count_newlines(handle, length: int) -> int:
+    """Newlines in the next `length` bytes of a binary file, read in blocks (memory stays flat)."""
+    count = 0
+    while length > 0:
+        block = handle.read(min(length, 16 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        length -= len(block)
+    return count
+
+
+def _batches(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[str, int, list[bytes]]]:
+    """Batches of the raw lines in bytes `[start, end)` of the input (end None: to its end), each with the
+    number its first line has in the whole file, so that messages name the line a user would look at."""
     with _open_input(path) as handle:
-        batch, size, first = [], 0, None
-        for number, raw in enumerate(handle, start=1):
-            if (number - 1) % partitions != partition:
-                continue
-            if first is None:
-                first = number
+        number = 1 + _count_newlines(handle, start)
+        position = start
+        batch, size = [], 0
+        for raw in handle:
+            if end is not None and position >= end:
+                break
+            position += len(raw)
             batch.append(raw)
             size += len(raw)
             if size >= BATCH_BYTES:
-                yield str(path), first, batch
-                batch, size, first = [], 0, None
+                yield str(path), number, batch
+                number += len(batch)
+                batch, size = [], 0
         if batch:
-            yield str(path), first, batch
+            yield str(path), number, batch
 
 
 @dataclass
@@ -249,15 +303,37 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     json_keys = check_json_keys(json_keys)
     if workers < 1 or partitions < 1:
         raise UserError("--workers and --partitions must be at least 1")
-    if partitions > 1:
-        summary = _preprocess_partitions(input_path, prefix, tokenizer, json_keys, workers, append_eod,
-                                         parse_special_tokens, skip_bad_records, partitions, progress)
-    else:
-        summary = _preprocess_one(input_path, prefix, tokenizer, json_keys, workers, append_eod,
-                                  parse_special_tokens, skip_bad_records, 0, 1, log_interval, progress)
+    if partitions > workers:
+        raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
+                        f"not {workers}; fix: raise --workers or lower --partitions")
+    _check_input(input_path)
     made_by = load_tokenizer(tokenizer)
-    for key, written in summary.outputs.items():  # only now: the .bin/.idx are in place
-        write_sidecar(written, sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens))
+    settings = RunSettings(tokenizer, tuple(json_keys), append_eod, parse_special_tokens, skip_bad_records,
+                           made_by.megatron_dtype.name)
+    prefixes = {key: output_prefix(prefix, key) for key in json_keys}
+    for final in prefixes.values():
+        remove_stale_temporaries(final)
+    ranges = _plan_ranges(input_path, partitions)
+    if partitions > 1 and input_path.suffix == ".gz":
+        print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs as one "
+              f"partition with all {workers} workers", file=sys.stderr)
+
+    def describe(key: str, written: Path) -> dict:
+        return sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens)
+
+    start = time.perf_counter()
+    meter = None
+    try:
+        meter = _Progress(input_path, progress, log_interval)
+        if len(ranges) == 1:
+            summary = _write_datasets(prefixes, settings.dtype, describe, lambda writers: _require_documents(
+                _encode_range(settings, input_path, ranges[0], writers, workers, meter.report), input_path))
+        else:
+            summary = _preprocess_partitions(settings, input_path, ranges, prefixes, workers, meter, describe)
+    finally:
+        if meter is not None:
+            meter.close()
+    summary.seconds = time.perf_counter() - start
     return summary
 
 
@@ -278,89 +354,373 @@ def _forget_sidecars(prefixes) -> None:
         sidecar_path(prefix).unlink(missing_ok=True)
 
 
-def _preprocess_one(input_path: Path, prefix, tokenizer_name: str, json_keys, workers: int, append_eod: bool,
-                    parse_special: bool, skip_bad: bool, partition: int, partitions: int, log_interval: int,
-                    progress: bool) -> Summary:
-    _check_input(input_path)
-    tokenizer = load_tokenizer(tokenizer_name)
-    dtype = tokenizer.megatron_dtype
-    settings = RunSettings(tokenizer_name, tuple(json_keys), append_eod, parse_special, skip_bad, dtype.name)
-    prefixes = {key: output_prefix(prefix, key) for key in json_keys}
-    summary = Summary(outputs={k: str(p) for k, p in prefixes.items()}, dtype=dtype.name)
-    writers = {key: IndexedWriter(p, dtype) for key, p in prefixes.items()}
-    bar = tqdm(total=None if input_path.suffix == ".gz" else input_path.stat().st_size, unit="B", unit_scale=True,
-               desc=input_path.name, disable=not progress)
-    start = time.perf_counter()
-    first_skips: list[str] = []
-    skipped: Counter = Counter()
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that every cleanup on the way out runs."""
+
+
+_signals_received: list[int] = []
+_holding = 0  # inside `_signals_held`: a signal is remembered, and raised when the block ends
+
+
+def _on_signal(signum, frame) -> None:
+    """SIGINT raises KeyboardInterrupt, SIGTERM `Terminated`; a second signal is ignored, so that it cannot
+    cut the cleanup short. The signal is also remembered for `_check_signals`."""
+    if _signals_received:
+        return
+    _signals_received.append(signum)
+    if not _holding:
+        _raise_for(signum)
+
+
+def _forked_child_signals() -> None:
+    """In a child a run forks (always inside `_signals_held`): a fresh start, SIGTERM at its default (kill)
+    and Ctrl-C ignored until the child sets up its own handling, then the held signals let through. An
+    inherited handler would run the parent's cleanup in the child, or swallow the parent's SIGTERM."""
+    global _holding
+    if not _holding:
+        return
+    _signals_received.clear()
+    _holding = 0
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child_signals)
+
+
+def _raise_for(signum: int) -> None:
+    raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+
+def _check_signals() -> None:
+    """Raise again for a signal already received: a handler that runs inside a finalizer or an at-fork hook
+    (Python runs one at every fork) has its exception printed and dropped, and the run would go on."""
+    if _signals_received:
+        _raise_for(_signals_received[0])
+
+
+def _context():
+    return get_context("fork" if sys.platform == "linux" else "spawn")
+
+
+def _die_with_parent(parent_pid: int, signum: int) -> None:
+    """Have Linux send `signum` to this process when its parent dies: a parent killed by SIGKILL cannot stop
+    its children, which would otherwise run on (or wait forever) as orphans."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signum))
+        except (OSError, AttributeError):
+            return
+    if os.getppid() != parent_pid:  # the parent died before the request was made
+        os.kill(os.getpid(), signum)
+
+
+def _start_worker(settings: RunSettings, parent_pid: int) -> None:
+    """A pool worker: Ctrl-C and SIGTERM are for its parent to handle (which then stops the pool), and it
+    dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent_pid, signal.SIGKILL)
+    _init_worker(settings)
+
+
+def _encoded(settings: RunSettings, tasks: Iterator, workers: int) -> Iterator[BatchResult]:
+    """The batches encoded, in order: in this process with one worker (no copies to and fro), else in a
+    pool of `workers` processes."""
+    if workers == 1:
+        _init_worker(settings)
+        yield from map(_encode_batch, tasks)
+        return
+    pool = None
     try:
-        context = get_context("fork" if sys.platform == "linux" else "spawn")
-        next_log = log_interval
-        with context.Pool(workers, initializer=_init_worker, initargs=(settings,)) as pool:
-            tasks = _batches(input_path, partition, partitions)
-            for result in _bounded_map(pool, _encode_batch, tasks, workers * IN_FLIGHT_PER_WORKER):
-                for key, writer in writers.items():
-                    writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))
-                summary.empty_documents += int((result.lengths[json_keys[0]] == 0).sum())
-                summary.documents = writers[json_keys[0]].documents
-                summary.tokens = sum(w.tokens for w in writers.values())
-                summary.blank_lines += result.blank_lines
-                summary.special_documents += result.special_documents
-                summary.bytes_read += result.bytes
-                skipped.update(result.skipped)
-                first_skips.extend(result.first_skips[: max(0, 5 - len(first_skips))])
-                elapsed = time.perf_counter() - start
-                bar.update(result.bytes)
-                bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}",
-                                tok_s=f"{summary.tokens / elapsed:,.0f}", refresh=False)
-                if log_interval and not progress and summary.documents >= next_log:
-                    print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
-                          f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
-                    next_log = (summary.documents // log_interval + 1) * log_interval
-        if summary.documents == 0:
-            raise UserError(f"{input_path}: no document in it (only blank or skipped lines); fix: check --input")
-        _forget_sidecars(prefixes.values())
-        for writer in writers.values():
-            writer.finalize()
+        with _signals_held():
+            pool = _context().Pool(workers, initializer=_start_worker, initargs=(settings, os.getpid()))
+        yield from _bounded_map(pool, _encode_batch, tasks, workers * IN_FLIGHT_PER_WORKER)
+    finally:
+        if pool is not None:
+            pool.terminate()
+
+
+def _count_batch(summary: Summary, result: BatchResult, first_key: str) -> None:
+    lengths = result.lengths[first_key]
+    summary.documents += int(lengths.size)
+    summary.empty_documents += int((lengths == 0).sum())
+    summary.tokens += sum(int(ids.size) for ids in result.ids.values())
+    summary.bytes_read += result.bytes
+    summary.blank_lines += result.blank_lines
+    summary.special_documents += result.special_documents
+    for kind, count in result.skipped.items():
+        summary.skipped[kind] = summary.skipped.get(kind, 0) + count
+    summary.first_skipped.extend(result.first_skips[: max(0, FIRST_SKIPS - len(summary.first_skipped))])
+
+
+def _encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int | None],
+                  writers: dict[str, IndexedWriter], workers: int, report: Callable[[Summary], None]) -> Summary:
+    """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
+    summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
+    with closing(_encoded(settings, _batches(path, *byte_range), workers)) as results:
+        for result in results:
+            for key, writer in writers.items():
+                writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))
+            _count_batch(summary, result, settings.json_keys[0])
+            report(summary)
+            _check_signals()
+    summary.bytes_written = summary.tokens * np.dtype(settings.dtype).itemsize
+    return summary
+
+
+def _require_documents(summary: Summary, path: Path) -> Summary:
+    if summary.documents == 0:
+        raise UserError(f"{path}: no document in it (only blank or skipped lines); fix: check --input")
+    return summary
+
+
+@contextmanager
+def _signals_held():
+    """Hold Ctrl-C and SIGTERM back until the block ends: while outputs move into place, so that a run
+    makes all of its outputs or none; and while forking, where Python's at-fork hooks would drop the
+    exception (and the run would go on), and where a child must not get a signal before it has set up."""
+    global _holding
+    mask = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if mask else None
+    _holding += 1
+    try:
+        yield
+    finally:
+        _holding -= 1
+        if mask:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    _check_signals()
+
+
+def _remove_dataset(prefix: str | os.PathLike) -> None:
+    for path in (Path(f"{prefix}.bin"), Path(f"{prefix}.idx"), sidecar_path(prefix)):
+        path.unlink(missing_ok=True)
+
+
+def _commit(writers: dict[str, IndexedWriter], describe: Callable[[str, Path], dict] | None) -> None:
+    """Move every key's dataset into place, then write its sidecar (`describe`, when given, says what it
+    holds); a failure part way removes the outputs already moved."""
+    _check_signals()
+    with _signals_held():
+        moved: list[Path] = []
+        try:
+            _forget_sidecars(writer.prefix for writer in writers.values())
+            for writer in writers.values():
+                moved.append(writer.finalize())
+            for key, written in zip(writers, moved):
+                if describe is not None:
+                    write_sidecar(written, describe(key, written))
+        except BaseException:
+            for written in moved:
+                _remove_dataset(written)
+            raise
+
+
+def _write_datasets(prefixes: dict[str, Path], dtype: str, describe, fill: Callable[[dict], Summary]) -> Summary:
+    """One writer per key, created inside the `try`; `fill(writers)` adds the documents, then all are
+    committed. On any failure (Ctrl-C and SIGTERM included) every temporary file is removed."""
+    writers: dict[str, IndexedWriter] = {}
+    try:
+        for key, prefix in prefixes.items():
+            writers[key] = IndexedWriter(prefix, dtype)
+        summary = fill(writers)
+        _commit(writers, describe)
     except BaseException:
         for writer in writers.values():
             writer.abort()
         raise
-    finally:
-        bar.close()
-    summary.seconds = time.perf_counter() - start
-    summary.skipped = dict(skipped)
-    summary.bytes_written = sum(w.tokens for w in writers.values()) * dtype.itemsize
-    summary.first_skipped = first_skips
     return summary
 
 
-def _preprocess_partitions(input_path: Path, prefix, tokenizer, json_keys, workers, append_eod, parse_special,
-                           skip_bad, partitions, progress) -> Summary:
-    """Megatron's `--partitions`: line i goes to partition i mod P; partitions are merged in order."""
-    if workers % partitions:
-        raise UserError(f"--workers {workers} is not a multiple of --partitions {partitions}; fix: make it one")
-    parts = []
-    total = None
+class _Progress:
+    """The one progress bar of a run over the whole input (or, with `progress` off, a log line every
+    `log_interval` documents)."""
+
+    def __init__(self, path: Path, progress: bool, log_interval: int):
+        total = None if path.suffix == ".gz" else path.stat().st_size
+        self.bar = tqdm(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
+        self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
+        self.start = time.perf_counter()
+        self.bytes = 0
+
+    def report(self, summary: Summary) -> None:
+        """Move to the totals in `summary` (of the whole input so far)."""
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        self.bar.update(summary.bytes_read - self.bytes)
+        self.bytes = summary.bytes_read
+        self.bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}", tok_s=f"{summary.tokens / elapsed:,.0f}",
+                             refresh=False)
+        if self.log_interval and not self.progress and summary.documents >= self.next_log:
+            print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
+                  f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
+            self.next_log = (summary.documents // self.log_interval + 1) * self.log_interval
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _part_prefix(final: Path, index: int) -> Path:
+    """A partition's output: hidden, and named after the run's process, so that a re-run after a SIGKILL
+    removes it (see `remove_stale_temporaries`)."""
+    return final.with_name(f".{final.name}.part{index}.tmp-{os.getpid()}")
+
+
+def _workers_per_partition(workers: int, partitions: int) -> list[int]:
+    return [workers // partitions + (index < workers % partitions) for index in range(partitions)]
+
+
+def _preprocess_partitions(settings: RunSettings, path: Path, ranges: list, prefixes: dict[str, Path],
+                           workers: int, meter: _Progress, describe) -> Summary:
+    """Run every byte range at the same time into part files, then merge them in order into the outputs:
+    the same documents in the same order as one pass. Part files are removed, whatever happens."""
+    parts = [{key: _part_prefix(final, index) for key, final in prefixes.items()} for index in range(len(ranges))]
     try:
-        for p in range(partitions):
-            part = _preprocess_one(input_path, f"{prefix}_{p}", tokenizer, json_keys, workers // partitions,
-                                   append_eod, parse_special, skip_bad, p, partitions, 0, progress)
-            parts.append(part)
-        total = Summary(outputs={k: str(output_prefix(prefix, k)) for k in json_keys}, dtype=parts[0].dtype)
-        _forget_sidecars(output_prefix(prefix, key) for key in json_keys)
-        for key in json_keys:
-            merge([output_prefix(f"{prefix}_{p}", key) for p in range(partitions)], output_prefix(prefix, key))
-        for part in parts:
-            for name in ("documents", "empty_documents", "tokens", "bytes_read", "bytes_written", "blank_lines",
-                         "special_documents", "seconds"):
-                setattr(total, name, getattr(total, name) + getattr(part, name))
+        counts = _run_partitions(settings, path, ranges, parts, _workers_per_partition(workers, len(ranges)),
+                                 meter)
+        summary = _require_documents(_combine(counts, prefixes, settings.dtype), path)
+
+        def append_parts(writers: dict[str, IndexedWriter]) -> Summary:
+            for key, writer in writers.items():
+                for part in parts:
+                    writer.append_dataset(part[key])
+            return summary
+
+        return _write_datasets(prefixes, settings.dtype, describe, append_parts)
     finally:
-        for p in range(partitions):
-            for key in json_keys:
-                for suffix in (".bin", ".idx"):
-                    Path(f"{output_prefix(f'{prefix}_{p}', key)}{suffix}").unlink(missing_ok=True)
+        for part in parts:
+            for part_prefix in part.values():
+                _remove_dataset(part_prefix)
+                remove_stale_temporaries(part_prefix)
+
+
+def _combine(parts: list[Summary], prefixes: dict[str, Path], dtype: str) -> Summary:
+    """The counts of the parts of one input, in input order, as one run's."""
+    total = Summary(outputs={key: str(prefix) for key, prefix in prefixes.items()}, dtype=dtype)
+    for part in parts:
+        for name in (f.name for f in fields(Summary) if f.name not in ("outputs", "dtype", "seconds")):
+            mine, theirs = getattr(total, name), getattr(part, name)
+            if isinstance(mine, dict):
+                for kind, count in theirs.items():
+                    mine[kind] = mine.get(kind, 0) + count
+            elif isinstance(mine, list):
+                mine.extend(theirs[: max(0, FIRST_SKIPS - len(mine))])
+            else:
+                setattr(total, name, mine + theirs)
     return total
+
+
+def _run_partitions(settings: RunSettings, path: Path, ranges: list, parts: list[dict], shares: list[int],
+                    meter: _Progress) -> list[Summary]:
+    """One process per byte range, each with its share of the workers, all at the same time; the bar moves
+    with their shared counters. Returns their counts in range order; any that still run when this ends
+    (an error, Ctrl-C, SIGTERM) are stopped, and remove their own files."""
+    context = _context()
+    counters = context.Array("q", 3 * len(ranges), lock=False)  # bytes, documents, tokens per partition
+    processes, receivers = [], []
+    try:
+        for index, byte_range in enumerate(ranges):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_partition_main, name=f"partition-{index}", args=(
+                settings, path, byte_range, parts[index], shares[index], counters, index, sender, os.getpid()))
+            receivers.append(receiver)
+            with _signals_held():
+                process.start()
+                processes.append(process)
+            sender.close()
+        return _collect(processes, receivers, counters, meter)
+    finally:
+        _stop(processes)
+        for receiver in receivers:
+            receiver.close()
+
+
+def _collect(processes: list, receivers: list, counters, meter: _Progress) -> list[Summary]:
+    """Wait for every partition's counts. When one fails, those after it are stopped and those before it
+    finish: the error raised is the earliest partition's, the one a single pass would have met first."""
+    results: dict[int, Summary] = {}
+    errors: dict[int, BaseException] = {}
+    waiting = dict(enumerate(receivers))
+    while waiting:
+        for receiver in wait(list(waiting.values()), timeout=PROGRESS_SECONDS):
+            index = receivers.index(receiver)
+            if index not in waiting:  # stopped above, after an earlier partition failed
+                continue
+            del waiting[index]
+            try:
+                status, payload = receiver.recv()
+            except EOFError:
+                status, payload = "vanished", None
+            if status == "done":
+                results[index] = payload
+                continue
+            errors[index] = _partition_error(status, payload, processes[index], index, len(processes))
+            for later in [i for i in waiting if i > index]:
+                processes[later].terminate()
+                del waiting[later]
+        meter.report(Summary(outputs={}, bytes_read=sum(counters[0::3]), documents=sum(counters[1::3]),
+                             tokens=sum(counters[2::3])))
+        _check_signals()
+    if errors:
+        raise errors[min(errors)]
+    return [results[index] for index in range(len(receivers))]
+
+
+def _partition_error(status: str, text: str | None, process, index: int, count: int) -> BaseException:
+    """The exception a partition's message stands for (messages carry text only: they always pickle)."""
+    if status == "user error":
+        return UserError(text)
+    if status == "terminated":
+        return Terminated()
+    if status == "crashed":
+        return RuntimeError(text)
+    process.join(timeout=STOP_SECONDS)
+    return UserError(f"partition {index + 1} of {count} ended without a result (exit code {process.exitcode}, "
+                     "negative: killed by that signal); fix: check free memory, then re-run")
+
+
+def _stop(processes: list) -> None:
+    """SIGTERM to partitions still running (each then removes its files and its pool), and wait for all."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=STOP_SECONDS)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def _partition_main(settings: RunSettings, path: Path, byte_range: tuple[int, int], prefixes: dict[str, Path],
+                    workers: int, counters, index: int, sender, parent_pid: int) -> None:
+    """One partition, in its own process: its range into finished part files; sends back its counts, or
+    the error that stopped it. Ctrl-C is the parent's to handle; SIGTERM (from the parent) cleans up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        _die_with_parent(parent_pid, signal.SIGTERM)
+
+        def report(summary: Summary) -> None:
+            counters[3 * index:3 * index + 3] = [summary.bytes_read, summary.documents, summary.tokens]
+
+        summary = _write_datasets(prefixes, settings.dtype, None, lambda writers: _encode_range(
+            settings, path, byte_range, writers, workers, report))
+        message = ("done", summary)
+    except UserError as error:
+        message = ("user error", str(error))
+    except Terminated:
+        message = ("terminated", None)
+    except BaseException:
+        message = ("crashed", f"partition {index + 1} failed:\n{traceback.format_exc()}")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done: being stopped now would only lose the message
+    try:
+        sender.send(message)
+    except OSError:  # the parent is gone: nobody will merge the parts
+        for prefix in prefixes.values():
+            _remove_dataset(prefix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,7 +730,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
     parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--partitions", type=int, default=1, help="split lines round-robin, as Megatron does")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="cut the input into this many contiguous byte ranges (at line ends), run at the same "
+                             "time with the workers shared among them; the output is byte-identical to one pass. "
+                             "(Megatron's tool deals lines round-robin, which reorders documents unless "
+                             "--keep-sequential-samples.) A .gz input runs as one partition")
     parser.add_argument("--append-eod", action="store_true", help="append the EOD id to each non-empty document")
     parser.add_argument("--parse-special-tokens", action="store_true",
                         help="turn special-token strings in the text into their ids (what Megatron does)")
@@ -426,5 +790,17 @@ def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer
     return converted
 
 
+def _run_command_line() -> None:
+    """`python -m helpers.preprocess`: SIGTERM unwinds like Ctrl-C, so every temporary file is removed,
+    then the run ends with one line and exit code 143 (128 + SIGTERM, as a shell reports it)."""
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        run_cli(main)
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        sys.exit(143)
+
+
 if __name__ == "__main__":
-    run_cli(main)
+    _run_command_line()
