@@ -70,7 +70,8 @@ def parse_data_path(items: list[str] | str) -> Blend:
             if _number(prefix) is not None:
                 raise UserError(f"--data-path has the number {prefix} where a prefix belongs; fix: 'WEIGHT PREFIX' pairs")
         if any(w < 0 or not math.isfinite(w) for w in weights):
-            raise UserError(f"--data-path weights must be non-negative, got {weights}")
+            raise UserError(f"--data-path weights must be non-negative, got {weights}; "
+                            "fix: give each prefix a weight of 0 or more")
         if sum(weights) <= 0:
             raise UserError(f"--data-path weights sum to {sum(weights)}; fix: give at least one positive weight")
         blend = Blend(prefixes, normalize(weights))
@@ -94,7 +95,8 @@ def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
     path = Path(path)
     content = read_yaml(path, "blend file", "'train: [0.7, prefix_a, 0.3, prefix_b]'")
     if not isinstance(content, dict) or not set(content) <= set(SPLITS):
-        raise UserError(f"{path}: a blend file maps train/valid/test to blends; found {content!r:.80}")
+        raise UserError(f"{path}: a blend file maps train/valid/test to blends; found {content!r:.80}; "
+                        "fix: write e.g. 'train: [0.7, PREFIX_A, 0.3, PREFIX_B]'")
     blends: dict[str, Blend | None] = {}
     for split in SPLITS:
         value = content.get(split)
@@ -105,7 +107,8 @@ def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
         elif isinstance(value, list):
             blends[split] = parse_data_path([str(x) for x in value])
         else:
-            raise UserError(f"{path}: split '{split}' must be a list or a mapping, got {type(value).__name__}")
+            raise UserError(f"{path}: split '{split}' must be a list or a mapping, got {type(value).__name__}; "
+                            "fix: write a list such as [0.5, PREFIX]")
     return blends
 
 
@@ -245,7 +248,7 @@ def build_split(data_path: list[str] | Blend, split: str, split_name: str, num_s
                 config: GPTDatasetConfig):
     """The dataset of one split (`train`, `valid` or `test`) of a `--data-path` blend, and nothing else."""
     if split_name not in SPLITS:
-        raise UserError(f"split name '{split_name}' is not one of {', '.join(SPLITS)}")
+        raise UserError(f"split name '{split_name}' is not one of {', '.join(SPLITS)}; fix: use one of those")
     blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
     index = SPLITS.index(split_name)
     if split_bookends(split)[index] is None:
@@ -263,7 +266,8 @@ def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_s
     `document_options`: `reset_position_ids`, `eod_mask_loss` (see `GPTDatasetConfig`).
     """
     if len(num_samples) != 3:
-        raise UserError(f"num_samples must give train, valid and test counts, got {num_samples!r}")
+        raise UserError(f"num_samples must give train, valid and test counts, got {num_samples!r}; "
+                        "fix: pass three numbers, e.g. [1000, 100, 10]")
     config = GPTDatasetConfig(seq_length, seed, eod_id, cache_dir=None if cache_dir is None else str(cache_dir),
                               **document_options)
     if blend_per_split is not None:

@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild files that already exist")
     args = parser.parse_args(argv)
     if args.code_mb <= 0:
-        raise UserError(f"--code-mb must be positive, got {args.code_mb}")
+        raise UserError(f"--code-mb must be positive, got {args.code_mb}; fix: e.g. --code-mb 2")
     build_corpus(args.out, code_mb=args.code_mb, force=args.force)
     return 0
 

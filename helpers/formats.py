@@ -167,9 +167,10 @@ def indexed_to_shards(prefix: str | os.PathLike, out_dir: str | os.PathLike, tok
     the documents could not come back (see `boundary_problem`); an old folder at `out_dir` is replaced
     only once the new one is complete. The metadata names `source` (the prefix by default)."""
     if tokens_per_shard < 1:
-        raise UserError(f"tokens per shard must be at least 1, got {tokens_per_shard}")
+        raise UserError(f"tokens per shard must be at least 1, got {tokens_per_shard}; "
+                        "fix: e.g. --tokens-per-shard 10000000")
     if not 0 <= val_fraction < 1:
-        raise UserError(f"validation fraction must be in [0, 1), got {val_fraction}")
+        raise UserError(f"validation fraction must be in [0, 1), got {val_fraction}; fix: e.g. --val-fraction 0.05")
     ds = IndexedDataset(prefix)
     dtype = np.dtype(dtype or ds.dtype)
     tokens = ds.tokens[:ds.num_tokens]

@@ -143,7 +143,7 @@ class GPTDatasetConfig:
 
     def __post_init__(self):
         if self.seq_length < 1:
-            raise UserError(f"seq_length must be at least 1, got {self.seq_length}")
+            raise UserError(f"seq_length must be at least 1, got {self.seq_length}; fix: e.g. seq_length=2048")
         if (self.reset_position_ids or self.eod_mask_loss) and self.eod_id is None:
             raise UserError("document-aware samples need the EOD id; fix: pass eod_id (the sidecar has it)")
 

@@ -125,7 +125,7 @@ def _ranks(rank: int | None, world_size: int | None) -> tuple[int, int]:
     if rank is None:
         rank = torch.distributed.get_rank() if running else 0
     if not 0 <= rank < world_size:
-        raise UserError(f"rank {rank} is outside world size {world_size}")
+        raise UserError(f"rank {rank} is outside world size {world_size}; fix: ranks go from 0 to world_size - 1")
     return rank, world_size
 
 
@@ -145,7 +145,8 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
     `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
     """
     if batch_size < 1 or seq_length < 1:
-        raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}")
+        raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
+                        "fix: give both at least 1")
     rank, world_size = _ranks(rank, world_size)
     data = open_source(data_path, split, split_name, seq_length, seed, num_samples, source, vocab_size, packing,
                        tokenizer, eod_id, reset_position_ids, eod_mask_loss,

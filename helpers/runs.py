@@ -91,7 +91,8 @@ def grid_combinations(grid: dict[str, list]) -> list[dict[str, Any]]:
     """Every combination of a parameter grid, in a stable order."""
     for name, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise UserError(f"grid parameter '{name}' must be a non-empty list of values, got {values!r}")
+            raise UserError(f"grid parameter '{name}' must be a non-empty list of values, got {values!r}; "
+                            f"fix: write e.g. '{name}: [1, 2]'")
     names = list(grid)
     return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
 
@@ -100,7 +101,8 @@ def load_grid(path: Path) -> dict[str, list]:
     """A grid file (YAML or JSON): a mapping of parameter name to a list of values."""
     grid = read_yaml(path, "grid file", "'sample_chars: [100000, 1000000]'")
     if not isinstance(grid, dict):
-        raise UserError(f"{path}: a grid is a mapping of parameter name to a list of values")
+        raise UserError(f"{path}: a grid is a mapping of parameter name to a list of values; "
+                        "fix: write e.g. 'sample_chars: [100000, 1000000]'")
     return grid
 
 

@@ -98,7 +98,8 @@ def _load_recorded(path: Path, name: str) -> ZooTokenizer:
     try:
         return load_tokenizer(name)
     except UserError as err:
-        raise UserError(f"{path} names tokenizer '{name}', which does not load here: {err}") from None
+        raise UserError(f"{path} names tokenizer '{name}', which does not load here: {err}; "
+                        "fix: install what it needs, or name the tokenizer with --tokenizer") from None
 
 
 def _verified(path: Path, recorded: dict, name: str | ZooTokenizer | None) -> ZooTokenizer:

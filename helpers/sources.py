@@ -325,7 +325,8 @@ def open_source(data_path, split: str, split_name: str, seq_length: int, seed: i
     if source == "synthetic":
         return SyntheticSource(vocab_size, num_samples, seq_length, seed)
     if source != "real":
-        raise UserError(f"source must be 'real' or 'synthetic', got {source!r}")
+        raise UserError(f"source must be 'real' or 'synthetic', got {source!r}; "
+                        "fix: source='real' (or 'synthetic' with vocab_size, for random tokens)")
     if data_path is None or (isinstance(data_path, (list, tuple)) and not data_path):
         raise DataNotFoundError("no data_path given for real data; fix: pass Megatron prefixes (make them with "
                                 "python -m helpers.preprocess), or ask for source='synthetic' by name")

@@ -134,7 +134,8 @@ def check_heads(fields: dict[str, Any]) -> None:
         raise UserError(f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}; "
                         "fix: override num_attention_heads too")
     if heads % kv_heads:
-        raise UserError(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
+        raise UserError(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}; "
+                        "fix: pick heads divisible by the key-value heads")
 
 
 def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:

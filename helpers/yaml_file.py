@@ -18,7 +18,7 @@ def read_yaml(path: str | os.PathLike, what: str, example: str) -> Any:
 
     path = Path(path)
     if not path.exists():
-        raise UserError(f"{path}: no such {what}")
+        raise UserError(f"{path}: no such {what}; fix: check the path")
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:

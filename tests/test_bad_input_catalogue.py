@@ -281,7 +281,7 @@ def test_loader_refuses_bad_input_with_one_line(tmp_path, dataset, name, argumen
     from helpers.loader import make_dataloader
 
     with pytest.raises(UserError) as raised:
-        make_dataloader(seq_length=8, batch_size=2, cache_dir=tmp_path / "cache", **arguments(dataset))
+        make_dataloader(**{"seq_length": 8, "batch_size": 2, "cache_dir": tmp_path / "cache", **arguments(dataset)})
     message = str(raised.value)
     assert "\n" not in message
     for words in says:
