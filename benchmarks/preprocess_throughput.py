@@ -1,11 +1,14 @@
-"""Preprocessing throughput: ours against Megatron's tool (or a Megatron-style baseline), side by side.
+"""Preprocessing throughput: ours against Megatron's tool (or a Megatron-style baseline), side by side,
+and ours with one partition against ours with several.
 
     python benchmarks/preprocess_throughput.py [--input X.jsonl] [--tokenizer llama3] [--workers 2]
+        [--partitions 2] [--repeats 3]
         [--megatron-lm PATH]   # or MEGATRON_LM=PATH: a Megatron-LM checkout (e.g. tag core_v0.16.1)
 
-Both run as separate processes on the same JSONL, same tokenizer (ours by zoo name, Megatron's on our
-exported Hugging Face folder) and the same worker count; the wall time of each whole command is
-measured, start-up included, and the outputs are compared byte for byte. Megatron-LM's script needs
+All run as separate processes on the same JSONL, same tokenizer (ours by zoo name, Megatron's on our
+exported Hugging Face folder) and the same worker count in total; the wall time of each whole command is
+measured, start-up included (the median of `--repeats` runs), and the outputs are compared byte for byte:
+ours with `--partitions P` must equal ours with one partition. Megatron-LM's script needs
 packages the workshop does not install (its training package imports `triton`): put them on
 MEGATRON_PYTHONPATH. Without a checkout, the reference is benchmarks/megatron_style_baseline.py, and
 the output says so. The default input is the workshop corpus, all three domains in one file.
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,10 +36,18 @@ from helpers.paths import RAW_DIR  # noqa: E402
 from helpers.tokenizers import load_tokenizer  # noqa: E402
 
 
-def timed(command: list[str], env: dict | None = None) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+def timed(command: list[str], env: dict | None = None, repeats: int = 1) -> float:
+    """The median wall time of `repeats` runs of a whole command."""
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def same_dataset(prefix_a: Path, prefix_b: Path) -> bool:
+    return all(filecmp.cmp(f"{prefix_a}{s}", f"{prefix_b}{s}", shallow=False) for s in (".bin", ".idx"))
 
 
 def main() -> None:
@@ -42,10 +55,20 @@ def main() -> None:
     parser.add_argument("--input", type=Path, help="JSONL with a 'text' field (default: the corpus, mixed)")
     parser.add_argument("--tokenizer", default="llama3")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=2, help="ours with this many partitions, same workers")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each command (the median is shown)")
     parser.add_argument("--megatron-lm", default=os.environ.get("MEGATRON_LM"), help="Megatron-LM checkout")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="preprocess-bench-"))
+    try:
+        run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
+    """Every command on the same input in `work`, then the table."""
     source = args.input
     if source is None:
         source = work / "mixed.jsonl"
@@ -55,9 +78,10 @@ def main() -> None:
     size_mb = source.stat().st_size / 1e6
     folder = load_tokenizer(args.tokenizer).export(work / "hf")
 
-    ours_cmd = [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
-                str(work / "ours"), "--tokenizer", args.tokenizer, "--workers", str(args.workers), "--append-eod",
-                "--no-progress", "--parse-special-tokens"]
+    def ours_cmd(name: str, partitions: int) -> list[str]:
+        return [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
+                str(work / name), "--tokenizer", args.tokenizer, "--workers", str(args.workers), "--partitions",
+                str(partitions), "--append-eod", "--no-progress", "--parse-special-tokens"]
     env = dict(os.environ)
     if args.megatron_lm:
         reference = "Megatron-LM tools/preprocess_data.py"
@@ -73,18 +97,22 @@ def main() -> None:
         ref_cmd = [sys.executable, str(ROOT / "benchmarks" / "megatron_style_baseline.py"), str(source),
                    str(work / "ref"), str(folder), str(args.workers)]
 
-    ours_s = timed(ours_cmd, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    ref_s = timed(ref_cmd, env=env)
+    ours_env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ours_s = timed(ours_cmd("ours", 1), env=ours_env, repeats=args.repeats)
+    parts_s = timed(ours_cmd("parts", args.partitions), env=ours_env, repeats=args.repeats)
+    ref_s = timed(ref_cmd, env=env, repeats=args.repeats)
     tokens = IndexedDataset(work / "ours_text_document").num_tokens
-    identical = all(filecmp.cmp(work / f"ours_text_document{s}", work / f"ref_text_document{s}", shallow=False)
-                    for s in (".bin", ".idx"))
+    identical = same_dataset(work / "ours_text_document", work / "ref_text_document")
+    parts_identical = same_dataset(work / "ours_text_document", work / "parts_text_document")
     print(f"input      {source} ({size_mb:.1f} MB), tokenizer {args.tokenizer}, {args.workers} workers, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores, median of {args.repeats} runs")
     print(f"reference  {reference}")
-    print(f"{'':10} {'wall s':>8} {'MB/s':>8} {'tokens/s':>12}")
-    for name, seconds in (("reference", ref_s), ("ours", ours_s)):
-        print(f"{name:<10} {seconds:8.2f} {size_mb / seconds:8.2f} {tokens / seconds:12,.0f}")
+    print(f"{'':22} {'wall s':>8} {'MB/s':>8} {'tokens/s':>12}")
+    rows = (("reference", ref_s), ("ours, 1 partition", ours_s), (f"ours, {args.partitions} partitions", parts_s))
+    for name, seconds in rows:
+        print(f"{name:<22} {seconds:8.2f} {size_mb / seconds:8.2f} {tokens / seconds:12,.0f}")
     print(f"speed-up   {ref_s / ours_s:.1f}x (same {tokens:,} tokens; outputs byte-identical: {identical})")
+    print(f"partitions {args.partitions} vs 1: {ours_s / parts_s:.2f}x (outputs byte-identical: {parts_identical})")
 
 
 if __name__ == "__main__":
