@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import helpers.preprocess as preprocess_module
+import helpers.preprocess_outputs as preprocess_outputs
 from helpers.indexed import IndexedDataset, IndexedWriter, remove_stale_temporaries
 from helpers.preprocess import preprocess
 
@@ -186,7 +186,7 @@ def test_a_writer_that_fails_to_open_leaves_the_others_cleaned_up(tmp_path, monk
             super().__init__(*args, **kwargs)
             created.append(self)
 
-    monkeypatch.setattr(preprocess_module, "IndexedWriter", SecondFails)
+    monkeypatch.setattr(preprocess_outputs, "IndexedWriter", SecondFails)
     with pytest.raises(OSError) as failure:
         preprocess(jsonl, tmp_path / "out", "bytes", ("text", "title"), progress=False)
     assert failure.value.errno == 28 and created  # the first writer was made, and is still referenced here

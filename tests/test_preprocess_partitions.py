@@ -11,9 +11,11 @@ import sys
 import pytest
 
 from helpers import preprocess as preprocess_module
+from helpers import preprocess_outputs
 from helpers.errors import UserError
 from helpers.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
+from helpers.preprocess_input import plan_ranges
 from helpers.sidecar import read_sidecar, sidecar_path
 
 
@@ -61,7 +63,7 @@ def test_ranges_are_contiguous_cut_after_a_newline_and_cover_the_file(tmp_path):
     content = b"".join(varied_lines(200))
     path.write_bytes(content)
     for partitions in (1, 2, 3, 7):
-        ranges = preprocess_module._plan_ranges(path, partitions)
+        ranges = plan_ranges(path, partitions)
         assert ranges[0][0] == 0 and ranges[-1][1] == len(content)
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         assert all(content[start - 1:start] == b"\n" for start, _ in ranges[1:])
@@ -148,8 +150,8 @@ def test_one_progress_bar_for_the_whole_input_reaches_the_end(tmp_path, varied, 
 
 def test_sidecar_written_once_and_parts_removed(tmp_path, varied, monkeypatch):
     written = []
-    real = preprocess_module.write_sidecar
-    monkeypatch.setattr(preprocess_module, "write_sidecar", lambda prefix, content: written.append(prefix) or
+    real = preprocess_outputs.write_sidecar
+    monkeypatch.setattr(preprocess_outputs, "write_sidecar", lambda prefix, content: written.append(prefix) or
                         real(prefix, content))
     summary = preprocess(varied, tmp_path / "out", "bytes", ("text", "title"), workers=2, partitions=2,
                          skip_bad_records=True, progress=False)
@@ -172,7 +174,7 @@ def test_gz_input_runs_as_one_partition_with_the_same_output(tmp_path, varied):
     many = preprocess(packed, tmp_path / "gz", "bytes", workers=2, partitions=2, skip_bad_records=True,
                       progress=False)
     assert fingerprint_of(many.outputs["text"]) == fingerprint_of(one.outputs["text"])
-    assert preprocess_module._plan_ranges(packed, 2) == [(0, None)]
+    assert plan_ranges(packed, 2) == [(0, None)]
 
 
 def test_workers_need_not_be_a_multiple_but_each_partition_needs_one(tmp_path, varied):

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import preprocess as preprocess_module
+from helpers import preprocess_workers
 from helpers.corpus import read_jsonl
 from helpers.errors import UserError
 from helpers.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path, optimal_dtype
@@ -111,12 +111,12 @@ class OutOfVocabulary:
 
 
 def test_preprocessing_refuses_ids_outside_the_vocabulary(monkeypatch):
-    settings = preprocess_module.RunSettings("fake", ("text",), True, False, False, "uint16")
-    monkeypatch.setitem(preprocess_module._worker, "settings", settings)
-    monkeypatch.setitem(preprocess_module._worker, "tokenizer", OutOfVocabulary())
-    monkeypatch.setitem(preprocess_module._worker, "special_pattern", None)
+    settings = preprocess_workers.RunSettings("fake", ("text",), True, False, False, "uint16")
+    monkeypatch.setitem(preprocess_workers._worker, "settings", settings)
+    monkeypatch.setitem(preprocess_workers._worker, "tokenizer", OutOfVocabulary())
+    monkeypatch.setitem(preprocess_workers._worker, "special_pattern", None)
     with pytest.raises(UserError, match=r"70000.*vocabulary of 100.*fix:"):
-        preprocess_module._encode_batch(("in.jsonl", 1, [b'{"text": "a"}\n']))
+        preprocess_workers._encode_batch(("in.jsonl", 1, [b'{"text": "a"}\n']))
 
 
 def test_optimal_dtype_of_an_unknown_vocabulary_is_megatrons():

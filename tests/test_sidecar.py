@@ -95,7 +95,7 @@ def test_a_failed_rerun_never_leaves_a_stale_sidecar_beside_new_data(tmp_path, m
 
     jsonl = write_jsonl(tmp_path / "in.jsonl")
     prefix = preprocess(jsonl, tmp_path / "out", "bytes", progress=False).outputs["text"]
-    monkeypatch.setattr("helpers.preprocess.write_sidecar", disk_full)
+    monkeypatch.setattr("helpers.preprocess_outputs.write_sidecar", disk_full)
     with pytest.raises(OSError):
         preprocess(jsonl, tmp_path / "out", "bytes", append_eod=True, progress=False)
     assert read_sidecar(prefix) is None  # new data in place, the old sidecar gone with the old data
