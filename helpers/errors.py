@@ -5,24 +5,32 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from . import stop_signals
+
 
 class UserError(Exception):
     """A mistake in the user's input or set-up; the message says what and how to fix it."""
 
 
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
-    """Run a command-line `main`, turning a `UserError` into one line on stderr and exit code 2."""
-    try:
-        code = main(argv)
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-    except OSError as err:  # a path that cannot be read or written: the user's set-up, not a bug
-        print(f"error: {describe_os_error(err)}", file=sys.stderr)
-        sys.exit(2)
+    """Run a command-line `main`, turning a `UserError` into one line on stderr and exit code 2. Ctrl-C and
+    SIGTERM unwind it (so every cleanup runs), then end it with one line and 130 or 143 (128 + the signal,
+    as a shell reports it)."""
+    with stop_signals.handled():
+        try:
+            code = main(argv)
+        except UserError as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        except stop_signals.Terminated:
+            print("terminated", file=sys.stderr)
+            sys.exit(143)
+        except OSError as err:  # a path that cannot be read or written: the user's set-up, not a bug
+            print(f"error: {describe_os_error(err)}", file=sys.stderr)
+            sys.exit(2)
     sys.exit(code or 0)
 
 

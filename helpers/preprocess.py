@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -52,7 +51,6 @@ from .preprocess_partitions import preprocess_partitions
 from .preprocess_summary import Summary, require_documents
 from .preprocess_workers import RunSettings, encode_range
 from .sidecar import FORMAT, tokenizer_identity
-from .stop_signals import Terminated, on_signal
 from .tokenizers import load_tokenizer
 
 
@@ -208,17 +206,5 @@ def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer
     return converted
 
 
-def _run_command_line() -> None:
-    """`python -m helpers.preprocess`: SIGTERM unwinds like Ctrl-C, so every temporary file is removed,
-    then the run ends with one line and exit code 143 (128 + SIGTERM, as a shell reports it)."""
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        run_cli(main)
-    except Terminated:
-        print("terminated", file=sys.stderr)
-        sys.exit(143)
-
-
 if __name__ == "__main__":
-    _run_command_line()
+    run_cli(main)

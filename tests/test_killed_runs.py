@@ -191,3 +191,32 @@ def test_a_writer_that_fails_to_open_leaves_the_others_cleaned_up(tmp_path, monk
         preprocess(jsonl, tmp_path / "out", "bytes", ("text", "title"), progress=False)
     assert failure.value.errno == 28 and created  # the first writer was made, and is still referenced here
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_sigterm_ends_any_command_line_with_one_line_and_exit_143(tmp_path):
+    """`helpers.runs` running a notebook that sleeps: SIGTERM unwinds it like Ctrl-C, no traceback. The
+    notebook's kernel sends its own log to /dev/null: being shut down mid-cell, it logs a traceback of its
+    own, which is not the command line's output."""
+    import nbformat
+
+    started = tmp_path / "started"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, pathlib, time\nos.dup2(os.open(os.devnull, os.O_WRONLY), 2)\n"
+        f"pathlib.Path({str(started)!r}).touch()\ntime.sleep({WAIT_SECONDS})")])
+    nbformat.write(notebook, tmp_path / "sleeps.ipynb")
+    process = subprocess.Popen([sys.executable, "-m", "helpers.runs", str(tmp_path / "sleeps.ipynb"), "--out",
+                                str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not started.exists():
+            assert process.poll() is None, f"the run ended before it could be stopped: {process.stderr.read()}"
+            assert time.monotonic() < deadline, "the notebook never started"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=WAIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 143
+    assert stderr.strip().splitlines()[-1] == "terminated" and "Traceback" not in stderr
