@@ -67,7 +67,8 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     input_path = Path(input_path)
     json_keys = check_json_keys(json_keys)
     if workers < 1 or partitions < 1:
-        raise UserError("--workers and --partitions must be at least 1")
+        raise UserError(f"--workers {workers} --partitions {partitions}: both must be at least 1; "
+                        "fix: pass --workers 1 or more (one per CPU core is usual) and --partitions 1 or more")
     if partitions > workers:
         raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
                         f"not {workers}; fix: raise --workers or lower --partitions")
