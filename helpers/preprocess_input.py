@@ -4,6 +4,7 @@ as batches of raw lines that know the number of their first line in the whole fi
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -61,7 +62,7 @@ def batches(path: Path, start: int = 0, end: int | None = None) -> Iterator[tupl
         number = 1 + _count_newlines(handle, start)
         position = start
         batch, size = [], 0
-        for raw in handle:
+        for raw in _lines(handle, path):
             if end is not None and position >= end:
                 break
             position += len(raw)
@@ -73,3 +74,22 @@ def batches(path: Path, start: int = 0, end: int | None = None) -> Iterator[tupl
                 batch, size = [], 0
         if batch:
             yield str(path), number, batch
+
+
+def _lines(handle, path: Path) -> Iterator[bytes]:
+    """The lines of an open input; a `.gz` that cannot be decompressed is one line naming it."""
+    try:
+        yield from handle
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise UserError(_gzip_problem(path, error)) from None
+
+
+def _gzip_problem(path: Path, error: Exception) -> str:
+    """What is wrong with a `.gz` input, told apart by the error its decompression raised."""
+    if isinstance(error, EOFError):
+        return (f"{path}: truncated gzip file (it ends before its compressed data does); fix: copy or download "
+                "it again, whole")
+    if "not a gzipped file" in str(error).lower():
+        return (f"{path}: not a gzip file (it ends in .gz); fix: compress it with gzip, or, if it is plain "
+                "JSONL, rename it to end in .jsonl")
+    return f"{path}: damaged gzip file ({error}); fix: copy or download it again"

@@ -140,6 +140,30 @@ def test_empty_file_and_missing_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl"]
 
 
+def damaged_gzip_files(folder) -> dict:
+    """A `.jsonl.gz` of each kind of damage, and a word its message must hold."""
+    packed = gzip.compress(b'{"text": "one"}\n' * 1000)
+    flipped = bytearray(packed)
+    flipped[len(packed) // 2] ^= 0xFF
+    damaged = {"not.jsonl.gz": (b'{"text": "plain JSONL"}\n', "not a gzip file"),
+               "truncated.jsonl.gz": (packed[: len(packed) // 2], "truncated"),
+               "flipped.jsonl.gz": (bytes(flipped), "damaged")}
+    for name, (content, _) in damaged.items():
+        (folder / name).write_bytes(content)
+    return {folder / name: word for name, (_, word) in damaged.items()}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_damaged_gz_input_is_one_line_naming_it(tmp_path, workers):
+    for path, word in damaged_gzip_files(tmp_path).items():
+        result = run_cli("--input", path, "--output-prefix", tmp_path / "out", "--tokenizer", "bytes",
+                         "--workers", workers, "--no-progress")
+        message = result.stderr.strip()
+        assert result.returncode == 2 and "\n" not in message and "Traceback" not in message, message
+        assert message.startswith(f"error: {path}: ") and word in message and "fix:" in message, message
+    assert not [p for p in tmp_path.iterdir() if "out" in p.name]
+
+
 def test_skip_bad_records_counts_each_kind(tmp_path):
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"".join(c for c, _, _ in BAD_INPUTS) + b"\n\n")
