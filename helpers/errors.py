@@ -35,10 +35,13 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
 
 
 def describe_os_error(err: OSError) -> str:
-    """One line for an operating-system error: what happened to which path, and what to check."""
-    path = err.filename if err.filename is not None else "a file"
-    reason = err.strerror or str(err)
-    return f"{path}: {reason.lower()}; fix: check that path (a folder where one is needed, permissions, free space)"
+    """One line for an operating-system error: what happened to which path, and what to check. An error
+    that names no path says so, rather than inventing one."""
+    reason = (err.strerror or str(err)).lower()
+    if err.filename is None:
+        return (f"{reason}; fix: check the paths the command was given and their folders (permissions, free "
+                "space, a folder where one is needed)")
+    return f"{err.filename}: {reason}; fix: check that path (a folder where one is needed, permissions, free space)"
 
 
 class DataNotFoundError(UserError, FileNotFoundError):

@@ -286,3 +286,11 @@ def test_loader_refuses_bad_input_with_one_line(tmp_path, dataset, name, argumen
     assert "\n" not in message
     for words in says:
         assert words in message, message
+
+
+def test_an_os_error_without_a_path_names_no_made_up_file():
+    from helpers.errors import describe_os_error
+
+    line = describe_os_error(OSError(28, "No space left on device"))
+    assert line.startswith("no space left on device; fix:") and "a file" not in line
+    assert describe_os_error(OSError(13, "Permission denied", "out/x.bin")).startswith("out/x.bin: permission denied; fix:")
