@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                         "by EOD; fix: add --append-eod, or keep --format megatron")
     target = args.output_prefix
     if args.format != "megatron":
-        target = f"{args.output_prefix}.indexed-tmp-{os.getpid()}"
+        remove_stale_temporaries(args.output_prefix)
+        target = _conversion_prefix(args.output_prefix)
     summary = preprocess(args.input, target, args.tokenizer, tuple(args.json_keys), args.workers,
                          args.append_eod, args.parse_special_tokens, args.skip_bad_records, args.partitions,
                          args.log_interval, progress=not args.no_progress)
@@ -180,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary.lines():
         print(line)
     return 0
+
+
+def _conversion_prefix(prefix: str | os.PathLike) -> Path:
+    """Where `--format npy/shards` first writes the indexed data it converts: a hidden name ending in this
+    process's id, so that after a SIGKILL the next run for the same prefix removes it (see
+    `remove_stale_temporaries`), and it never looks like a finished output."""
+    prefix = Path(prefix)
+    hidden = prefix.name if prefix.name.startswith(".") else f".{prefix.name}"
+    return prefix.with_name(f"{hidden}.indexed.tmp-{os.getpid()}")
 
 
 def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer: str, tokens_per_shard: int,

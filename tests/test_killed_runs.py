@@ -220,3 +220,21 @@ def test_sigterm_ends_any_command_line_with_one_line_and_exit_143(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 143
     assert stderr.strip().splitlines()[-1] == "terminated" and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("layout, made", [("npy", ["out_text.npy", "out_text.npy.json"]), ("shards", ["out_text_shards"])])
+def test_after_a_kill_during_conversion_a_rerun_clears_the_intermediate_dataset(tmp_path, layout, made):
+    """`--format npy/shards` first writes an indexed dataset under a hidden name of its process: one killed
+    while converting leaves that pair (valid-looking, sidecar and all), and the next run for the prefix
+    removes it."""
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": f"document number {i}"}) + "\n" for i in range(30)))
+    dead = dead_pid()
+    preprocess(jsonl, tmp_path / f".out.indexed.tmp-{dead}", "bytes", append_eod=True, progress=False)
+    (tmp_path / f".out.indexed.tmp-{dead}_text_document.bin.tmp-{dead}").write_bytes(b"\0" * 100)
+    assert len(temporaries(tmp_path)) == 4
+    rerun = subprocess.run([sys.executable, "-m", "helpers.preprocess", "--input", str(jsonl), "--output-prefix",
+                            str(tmp_path / "out"), "--tokenizer", "bytes", "--append-eod", "--no-progress",
+                            "--format", layout], cwd=ROOT, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", *made]
