@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .env import read_metrics
+from .explore import HEADLESS_ENV
 from .errors import UserError, run_cli
 from .yaml_file import read_yaml
 from .paths import NOTEBOOK_DIR
@@ -32,6 +33,7 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
     """Execute one notebook with papermill; return its summary entry (never raises on a cell error)."""
     import papermill
 
+    os.environ[HEADLESS_ENV] = "1"  # the kernel inherits it: explorers print their knobs, no widget state
     output.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error = "ok", None

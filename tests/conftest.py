@@ -7,6 +7,7 @@ import os
 import pytest
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # inherited by notebook kernels started by nbval/papermill
+os.environ.setdefault("HELPERS_HEADLESS", "1")  # explorers print their knobs instead of showing widgets
 
 
 @pytest.fixture(scope="session")
