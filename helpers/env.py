@@ -1,8 +1,10 @@
 """The machine a notebook runs on: device choice, a version report, and metrics a run publishes.
 
-`record(name, value)` displays a metric as a small JSON output of its own MIME type. Papermill
-keeps cell outputs in the executed notebook, so `read_metrics(path)` can read every metric back
-from the `.ipynb` file with no side files and no global state.
+`record(name, value)` displays a metric as a small JSON output of its own MIME type and nothing
+else: no text, so JupyterLab, nbconvert and GitHub show nothing for it, and the cell's own table or
+figure stays the only thing a reader sees. Papermill keeps cell outputs in the executed notebook, so
+`read_metrics(path)` can read every metric back from the `.ipynb` file with no side files and no
+global state.
 """
 
 from __future__ import annotations
@@ -90,14 +92,21 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def record(name: str, value: Any) -> Any:
-    """Publish a metric from a notebook cell; executed notebooks keep it for `read_metrics`."""
-    from IPython.display import display
-
+def metric_output(name: str, value: Any) -> dict[str, Any]:
+    """The display bundle `record` emits: the metric under its own MIME type, and no text to show."""
     value = _jsonable(value)
     json.dumps(value)  # fail here, in the cell, if the value cannot be stored
-    display({METRIC_MIME: {"name": name, "value": value}, "text/plain": f"{name} = {value!r}"}, raw=True)
-    return value
+    return {METRIC_MIME: {"name": name, "value": value}}
+
+
+def record(name: str, value: Any) -> None:
+    """Publish a metric from a notebook cell, silently; executed notebooks keep it for `read_metrics`.
+
+    Returns None, so a `record(...)` that ends a cell does not echo its value a second time.
+    """
+    from IPython.display import display
+
+    display(metric_output(name, value), raw=True)
 
 
 def read_metrics(path: str | os.PathLike) -> dict[str, Any]:

@@ -40,11 +40,32 @@ def test_version_report_names_the_packages():
     assert {"python", "platform", "cpu_count", "transformers", "tiktoken"} <= set(report)
 
 
-def test_record_converts_numbers_and_rejects_what_json_cannot_hold():
-    assert env.record("x", np.float32(1.5)) == 1.5
-    assert env.record("nested", {"a": [np.int64(3), torch.tensor(2.0)]}) == {"a": [3, 2.0]}
+def test_metric_output_converts_numbers_and_rejects_what_json_cannot_hold():
+    assert env.metric_output("x", np.float32(1.5)) == {env.METRIC_MIME: {"name": "x", "value": 1.5}}
+    nested = env.metric_output("nested", {"a": [np.int64(3), torch.tensor(2.0)]})
+    assert nested[env.METRIC_MIME]["value"] == {"a": [3, 2.0]}
+    with pytest.raises(TypeError):
+        env.metric_output("bad", object())
     with pytest.raises(TypeError):
         env.record("bad", object())
+
+
+def test_record_in_a_kernel_shows_nothing_returns_none_and_is_read_back(tmp_path):
+    """A cell that records three metrics and ends with record(...) keeps three invisible outputs."""
+    from nbclient import NotebookClient
+
+    source = ("import numpy as np\nfrom helpers.env import record\n"
+              "record('a', np.float32(1.5))\nrecord('b', [1, 2])\nrecord('a', 2.5)")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    NotebookClient(notebook, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[0].outputs
+    assert [o.output_type for o in outputs] == ["display_data"] * 3  # no execute_result: record returns None
+    for output in outputs:
+        assert set(output.data) == {env.METRIC_MIME}  # no text/plain: nothing for a reader to see
+    path = tmp_path / "run.ipynb"
+    nbformat.write(notebook, path)
+    nbformat.validate(nbformat.read(path, as_version=4))
+    assert env.read_metrics(path) == {"a": 2.5, "b": [1, 2]}
 
 
 def test_read_metrics_reads_outputs_back_last_value_wins(tmp_path):
