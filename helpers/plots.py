@@ -58,6 +58,21 @@ def bars(values: Mapping[str, float], ylabel: str, title: str, log: bool = False
     return fig
 
 
+def ranked_bars(values: Mapping[str, float], xlabel: str, title: str, fmt: str = "{:.2%}"):
+    """One horizontal bar per key, smallest at the top, each labelled with its value: readable with
+    long names and values that span orders of magnitude."""
+    names = sorted(values, key=values.get)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    drawn = ax.barh(names, [values[n] for n in names], color="tab:blue")
+    ax.bar_label(drawn, labels=[fmt.format(values[n]) for n in names], padding=3, fontsize=8)
+    ax.set_xlim(0, max(values.values()) * 1.18 or 1)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
 def parameter_split(splits: Mapping[str, Mapping[str, int]], title: str):
     """Stacked bars: vocabulary (embedding + LM head) vs transformer body parameters per tokenizer."""
     names = list(splits)
