@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from tqdm.auto import tqdm
-
 from .errors import UserError, run_cli
 from .jsonl import read_jsonl
 from .paths import CACHE_DIR, RAW_DIR
+from .progress import progress_bar
 
 DOMAINS = ("literature", "docs", "code")
 
@@ -237,7 +236,7 @@ def build_corpus(out: str | os.PathLike = RAW_DIR, code_mb: float = CODE_MB_DEFA
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {}
-    progress = tqdm(DOMAINS, desc="corpus", disable=not verbose)
+    progress = progress_bar(DOMAINS, desc="corpus", disable=not verbose)
     for domain in progress:
         progress.set_postfix_str(domain)
         path = out / f"{domain}.jsonl"
@@ -282,6 +281,28 @@ def first_texts(path: str | os.PathLike, max_chars: int) -> list[str]:
         texts.append(record["text"])
         taken += len(record["text"])
     return texts
+
+
+def training_and_held_out_texts(path: str | os.PathLike, train_chars: int,
+                                held_out_chars: int) -> tuple[list[str], list[str]]:
+    """Two disjoint sets of whole documents from one JSONL file: the first documents, up to `train_chars`,
+    to train on, and the last documents, up to `held_out_chars`, to measure on.
+
+    The held-out documents are taken first; training stops before it would reach them, so a small
+    domain gives less training text rather than sharing a document.
+    """
+    texts = [record["text"] for record in read_jsonl(path)]
+    start, taken = len(texts), 0
+    while start > 1 and taken < held_out_chars:
+        start -= 1
+        taken += len(texts[start])
+    train, taken = [], 0
+    for text in texts[:start]:
+        if taken >= train_chars:
+            break
+        train.append(text)
+        taken += len(text)
+    return train, texts[start:]
 
 
 def main(argv: list[str] | None = None) -> int:

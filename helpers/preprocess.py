@@ -40,8 +40,6 @@ import sys
 import time
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from .errors import UserError, run_cli
 from .indexed import IndexedDataset, remove_stale_temporaries
 from .jsonl import check_json_keys
@@ -50,6 +48,7 @@ from .preprocess_outputs import remove_dataset, write_datasets
 from .preprocess_partitions import preprocess_partitions
 from .preprocess_summary import Summary, require_documents
 from .preprocess_workers import RunSettings, encode_range
+from .progress import progress_bar
 from .sidecar import FORMAT, tokenizer_identity
 from .tokenizers import load_tokenizer
 
@@ -120,7 +119,7 @@ class _Progress:
 
     def __init__(self, path: Path, progress: bool, log_interval: int):
         total = None if path.suffix == ".gz" else path.stat().st_size
-        self.bar = tqdm(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
+        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
         self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
         self.start = time.perf_counter()
         self.bytes = 0

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from .errors import UserError
 from .layout import IGNORE_INDEX
+from .progress import progress_bar
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -393,7 +393,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     warn_about_cuda_only_settings(settings, device)
     batch_iterator = iter(batches)
     log: list[dict[str, Any]] = []
-    bar = tqdm(total=settings.steps, desc="training", unit="step", disable=not progress)
+    bar = progress_bar(total=settings.steps, desc="training", unit="step", disable=not progress)
     for step in range(settings.steps):
         lr = learning_rate(step, settings)
         start = wall_clock(device)
