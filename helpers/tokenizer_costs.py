@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import re
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -45,8 +47,51 @@ def measure_encoding(tokenizer: ZooTokenizer, texts: Sequence[str], repeats: int
 
 
 def token_pieces(tokenizer: ZooTokenizer, text: str) -> list[str]:
-    """How `text` splits: each token decoded on its own (a piece of a multi-byte character shows as �)."""
+    """How `text` splits: each token decoded on its own (a piece of a multi-byte character shows as �).
+
+    Decoding one id at a time is what a loop over `decode([i])` gives you, and it can lie: a
+    SentencePiece decoder drops the `▁` that starts a word, so its pieces seem to lose their spaces.
+    `raw_pieces` shows what the vocabulary really holds.
+    """
     return [tokenizer.decode([i]) for i in tokenizer.encode(text)]
+
+
+def _hex_bytes(error: UnicodeDecodeError) -> tuple[str, int]:
+    return "".join(f"<0x{b:02X}>" for b in error.object[error.start:error.end]), error.end
+
+
+codecs.register_error("helpers_hex_bytes", _hex_bytes)
+
+
+def _byte_level_to_bytes() -> dict[str, int]:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {char: byte for byte, char in bytes_to_unicode().items()}
+
+
+def raw_pieces(tokenizer: ZooTokenizer, text: str) -> list[str]:
+    """How `text` splits, as each token is stored in the vocabulary.
+
+    SentencePiece pieces come as the model holds them: `▁` for a space, `<0xF0>` for a byte of a
+    character the vocabulary lacks. Byte-level vocabularies (tiktoken files, a trained BPE, bytes) hold
+    byte strings: a piece is shown as its text, and bytes that are only part of a character are
+    written `<0xF0>` the same way.
+    """
+    from .tokenizers import BytesZooTokenizer, SentencePieceZooTokenizer, TiktokenZooTokenizer, TrainedBpeZooTokenizer
+
+    ids = tokenizer.encode(text)
+    if isinstance(tokenizer, SentencePieceZooTokenizer):
+        return [tokenizer.processor.id_to_piece(i) for i in ids]
+    if isinstance(tokenizer, TiktokenZooTokenizer):
+        stored = [tokenizer.encoding.decode_single_token_bytes(i) for i in ids]
+    elif isinstance(tokenizer, BytesZooTokenizer):
+        stored = [bytes([i]) for i in ids]
+    elif isinstance(tokenizer, TrainedBpeZooTokenizer):
+        to_byte = _byte_level_to_bytes()
+        stored = [bytes(to_byte[c] for c in tokenizer.backend.id_to_token(i)) for i in ids]
+    else:
+        return token_pieces(tokenizer, text)
+    return [piece.decode("utf-8", errors="helpers_hex_bytes") for piece in stored]
 
 
 def disk_bytes_per_text_byte(tokenizer: ZooTokenizer, bytes_per_token: float) -> float:
@@ -55,23 +100,56 @@ def disk_bytes_per_text_byte(tokenizer: ZooTokenizer, bytes_per_token: float) ->
 
 
 def llama_parameter_split(vocab_size: int, hidden_size: int, num_layers: int, intermediate_size: int,
-                          num_heads: int, tie_embeddings: bool = False) -> dict[str, int]:
-    """Parameters of a transformers Llama with this shape, split into vocabulary and body.
+                          num_heads: int, num_kv_heads: int | None = None,
+                          tie_embeddings: bool = False) -> dict[str, int]:
+    """Parameters of a Llama (as `transformers` builds it) with this shape, split into vocabulary and body.
 
-    The model is built on the meta device: nothing is allocated, the count is exact.
+    vocabulary: V·h for the embedding, and V·h again for the LM head unless tied.
+    each layer: q and o are h·h; k and v are h·(kv_heads·head_dim) (grouped-query attention shares
+    them); the MLP's gate, up and down are 3·h·I; two RMSNorm weights are 2·h. No biases.
+    body: layers · (that) + h for the final norm.
     """
-    import torch
-    from transformers import LlamaForCausalLM
+    num_kv_heads = num_kv_heads or num_heads
+    head_dim = hidden_size // num_heads
+    attention = 2 * hidden_size * hidden_size + 2 * hidden_size * num_kv_heads * head_dim
+    mlp = 3 * hidden_size * intermediate_size
+    norms = 2 * hidden_size
+    body = num_layers * (attention + mlp + norms) + hidden_size
+    vocabulary = vocab_size * hidden_size * (1 if tie_embeddings else 2)
+    return {"total": body + vocabulary, "vocabulary": vocabulary, "body": body}
 
-    from .train import llama_config
 
-    config = llama_config("h100", vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers,
-                          intermediate_size=intermediate_size, num_attention_heads=num_heads,
-                          num_key_value_heads=num_heads, tie_word_embeddings=tie_embeddings)
-    with torch.device("meta"):
-        model = LlamaForCausalLM(config)
-    total = sum(p.numel() for p in model.parameters())
-    vocabulary = model.model.embed_tokens.weight.numel()
-    if not tie_embeddings:
-        vocabulary += model.lm_head.weight.numel()
-    return {"total": total, "vocabulary": vocabulary, "body": total - vocabulary}
+def hub_style_tokenizer(tokenizer: ZooTokenizer):
+    """A tiktoken-file tokenizer converted the way the model hubs' `tokenizer.json` files are built.
+
+    transformers' `TikTokenConverter` puts the merge-learned ids in the BPE model and adds the special
+    tokens on top, so `.vocab_size` counts only the first and `len(...)` counts both: for Llama 3,
+    128,000 and 128,256. (The zoo's own export keeps every id in the model: its two numbers agree.)
+    """
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    specials = sorted(tokenizer.special_tokens, key=tokenizer.special_tokens.get)
+    backend = TikTokenConverter(vocab_file=str(tokenizer.bpe_file), pattern=tokenizer.pattern,
+                                extra_special_tokens=specials).converted()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=tokenizer.eod_token,
+                                   bos_token=tokenizer.bos_token, clean_up_tokenization_spaces=False)
+
+
+def tokenizers_for_measuring(names: Sequence[str], bpe_training_texts: Sequence[str]) -> dict[str, ZooTokenizer]:
+    """Zoo tokenizers by name, where `bpe` and `bpe-N` are trained on `bpe_training_texts` here.
+
+    (The zoo's own `bpe` is trained on the first documents of each domain; training it on texts you
+    choose lets you measure it on documents it has never seen.)
+    """
+    from .tokenizers import BPE_DEFAULT_VOCAB, TrainedBpeZooTokenizer, load_tokenizer, train_bpe
+
+    chosen = {}
+    for name in names:
+        match = re.fullmatch(r"bpe(?:-(\d+))?", name)
+        if match:
+            size = int(match.group(1) or BPE_DEFAULT_VOCAB)
+            chosen[name] = TrainedBpeZooTokenizer(name, train_bpe(bpe_training_texts, size))
+        else:
+            chosen[name] = load_tokenizer(name)
+    return chosen
