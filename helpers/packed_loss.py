@@ -1,9 +1,11 @@
-"""Is packed training exact? Loss and gradients of a tiny Llama on a packed row vs the documents alone.
+"""Is packed training exact, and what does document masking change?
 
 With a block-diagonal causal mask, position ids restarting per document and labels cut at document
 ends, a packed row is the same computation as its documents run one by one: same loss (summed over
-tokens), same gradients, up to float rounding. Without the mask, documents attend to each other and
-the loss changes.
+tokens), same gradients, up to float rounding. Without the mask, every document after the first one in
+a row attends to the documents before it: `logit_change_without_mask` shows which tokens' outputs move,
+and `cross_document_attention` counts, for a whole pack plan, how much of a plain causal mask's
+attention crosses a document boundary.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .packing import pack, packed_batch
+from .packing import PackPlan, pack, packed_batch
 from .train import build_model, llama_config
 
 
@@ -53,3 +55,39 @@ def compare_packed_and_separate(model, documents: dict[int, np.ndarray], capacit
     gap = max(float((packed_grads[n] - grads[n]).abs().max()) for n in grads)
     return {"packed_loss": float(packed), "separate_loss": float(separate), "unmasked_packed_loss": float(leaky),
             "max_gradient_difference": gap}
+
+
+def logit_change_without_mask(model, documents: dict[int, np.ndarray], capacity: int) -> list[dict]:
+    """Pack `documents` into one row and run it with and without the document mask (positions restart
+    in both): per document, its tokens and the largest change of any output logit."""
+    ordered = [documents[key] for key in sorted(documents)]
+    plan = pack(np.array([len(ids) for ids in ordered]), capacity, "best_fit_decreasing")
+    if plan.rows != 1:
+        raise ValueError(f"the documents need {plan.rows} rows of {capacity}; give a larger capacity")
+    batch = packed_batch(plan, [0], ordered, sdpa_mask=True)
+    with torch.no_grad():
+        masked = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                       position_ids=batch["position_ids"]).logits[0]
+        plain = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"]).logits[0]
+    change = (masked - plain).abs().amax(dim=-1)
+    document_ids = batch["document_ids"][0]
+    keys = sorted(documents)
+    return [{"document": keys[k], "tokens": int((document_ids == k).sum()),
+             "max_logit_change": float(change[document_ids == k].max())} for k in range(len(ordered))]
+
+
+def cross_document_attention(plan: PackPlan) -> dict[str, float]:
+    """Under a plain causal mask (no document masking), how much attention crosses documents in `plan`.
+
+    A segment at offset o of its row, n tokens long, has n*o (query, key) pairs that reach back into
+    earlier documents and n(n+1)/2 within itself; padding is not counted as a query.
+    """
+    length = plan.length.astype(np.float64)
+    ends = np.cumsum(plan.length)
+    row_first = np.searchsorted(plan.row, plan.row)  # index of the first segment of each segment's row
+    offset = (ends - plan.length) - (ends[row_first] - plan.length[row_first])
+    crossing = float((length * offset).sum())
+    within = float((length * (length + 1) / 2).sum())
+    tokens = float(length.sum())
+    return {"pair_share": crossing / (crossing + within) if tokens else 0.0,
+            "token_share": float(length[offset > 0].sum()) / tokens if tokens else 0.0}
