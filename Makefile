@@ -16,19 +16,26 @@ TORCH_INDEX_FLAG := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
+# The notebooks' kernel, registered inside .venv (--sys-prefix) so that .venv's JupyterLab, nbval and
+# papermill find it on a fresh clone without touching the user's own Jupyter setup.
+KERNEL_NAME := pretraining-data
+KERNEL_DISPLAY := Pretraining data (.venv)
+REGISTER_KERNEL = $(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "$(KERNEL_DISPLAY)"
+KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
+
 .PHONY: workshop test lab corpus clean
 
-workshop: $(VENV)/.installed corpus  ## build the corpus and execute every notebook into runs/workshop/
+workshop: $(VENV)/.installed $(KERNEL_SPEC) corpus  ## build the corpus and execute every notebook into runs/workshop/
 	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
-test: $(VENV)/.installed-test  ## run the whole test suite
+test: $(VENV)/.installed-test $(KERNEL_SPEC)  ## run the whole test suite
 	$(PY) -m pytest -q
 
 corpus: $(VENV)/.installed  ## build the default real corpus in data/raw (skipped when complete)
 	$(PY) -m helpers.corpus --out data/raw
 
-lab: $(VENV)/.installed  ## open JupyterLab on the notebooks
-	$(PY) -m jupyter lab notebooks/
+lab: $(VENV)/.installed $(KERNEL_SPEC)  ## open JupyterLab on the notebooks, on this machine only (127.0.0.1)
+	$(PY) -m jupyter lab --ip 127.0.0.1 notebooks/
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +46,17 @@ $(VENV)/.torch: | $(VENV)/bin/python
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e .
+	$(REGISTER_KERNEL)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e ".[test]"
+	$(REGISTER_KERNEL)
 	touch $@ $(VENV)/.installed
+
+# A .venv installed before the kernel was registered gets it here.
+$(KERNEL_SPEC): | $(VENV)/bin/python
+	$(REGISTER_KERNEL)
 
 clean:  ## remove generated data and runs (keeps .venv)
 	rm -rf runs data/raw data/megatron data/tokenizers data/cache
