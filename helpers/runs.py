@@ -25,7 +25,7 @@ from .errors import UserError, run_cli
 from .yaml_file import read_yaml
 from .paths import NOTEBOOK_DIR
 
-KERNEL = "python3"
+KERNEL = "pretraining-data"  # registered inside .venv by `make` (see Makefile)
 
 
 def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None = None,
