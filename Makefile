@@ -25,6 +25,8 @@ KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
 
 .PHONY: workshop test lab corpus clean
 
+# One run of every notebook in order (02 writes what 03-05 read), by the same machinery as the grids in
+# notebooks/grids/: executed copies, run.log, summary.json, summary.md and figures/ in runs/workshop/.
 workshop: $(VENV)/.installed $(KERNEL_SPEC) corpus  ## build the corpus and execute every notebook into runs/workshop/
 	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
