@@ -44,6 +44,8 @@ def test_00_environment_and_corpus(tmp_path, corpus_dir):
     assert metrics["corpus_mb.total"] >= 10
     assert metrics["corpus_documents.literature"] == 1374  # fixed, checksummed source
     assert metrics["median_document_chars.code"] > metrics["median_document_chars.docs"]
+    assert metrics["median_length_ratio"] > 3
+    assert metrics["literature_documents_near_cap"] == 210  # the 16,000-character cap's spike, fixed source
 
 
 def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
@@ -58,7 +60,8 @@ def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
         assert len(m[f"bpe_bytes_per_token.{domain}"]) == 2
     assert m["vocab_parameter_share.llama3"] > 0.5 > m["vocab_parameter_share.bytes"]
     assert m["disk_bytes_per_text_byte.llama3"] > m["disk_bytes_per_text_byte.mistral"]
-    assert m["tokens_per_s.llama3"] > 0  # a rate is recorded; how fast is for benchmarks/, not tests
+    assert m["mb_per_s.llama3"] > 0  # a rate is recorded; how fast is for benchmarks/, not tests
+    assert (m["llama3_hub_vocab_size"], m["llama3_hub_len"]) == (128_000, 128_256)
     assert m["mistral_transformers_conversion_disagreements"] >= 1
 
 
@@ -80,6 +83,8 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     m = entry["metrics"]
     assert m["documents.docs"] == 12 and m["tokens.literature"] > 1_000
     assert m["speedup_vs_megatron_style"] > 0  # recorded; the speed goal lives in benchmarks/
+    assert m["speedup_vs_megatron_style"] == pytest.approx(m["speedup_from_library"] * m["speedup_from_pipeline"], rel=0.02)
+    assert 0 < m["val_token_share"] < 1
     assert m["special_documents_in_corpus"] == 0
     entry = run_notebook(_notebook("03_index_inspection"), tmp_path / "03.ipynb", {"dataset_dir": str(megatron_dir)})
     assert entry["status"] == "ok", entry.get("error")
@@ -97,12 +102,16 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     assert m["unread_after_one_epoch.random"] > 0.25 > 0.01 > m["unread_after_one_epoch.megatron"]
 
     entry = run_notebook(_notebook("05_packing_visualization"), tmp_path / "05.ipynb",
-                         {"dataset_dir": str(megatron_dir), "capacity": 1024})
+                         {"dataset_dir": str(megatron_dir), "capacity": 1024, "scale_documents": 20_000})
     assert entry["status"] == "ok", entry.get("error")
     m = entry["metrics"]
     assert m["padding_fraction.best_fit_decreasing"] < m["padding_fraction.pad"]
     assert m["rows.best_fit_decreasing"] <= min(m[f"rows.{s}"] for s in ("pad", "next_fit", "first_fit", "window"))
     assert m["packed_loss_gap"] < 1e-9
+    assert 0 < m["seed000_thrown_away_tokens"] < m["corpus_tokens"]  # the small corpus has documents over 1024
+    assert m["seed000_padding_fraction"] > m["padding_fraction.best_fit_decreasing"]
+    assert 0 < m["cross_document_pair_share.concat"] < 1
+    assert m["streaming_deterministic"] is True
 
 
 def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(tmp_path, corpus_dir):
