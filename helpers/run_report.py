@@ -222,6 +222,8 @@ def summary_markdown(summary: dict[str, Any], labels: list[str]) -> str:
              f"{len(entries)} notebook run(s), {len(entries) - len(failed)} ok, {len(failed)} failed; "
              f"{summary['wall_s']:.1f} s of wall time, {summary['jobs']} run(s) at a time, on "
              f"{machine['cpu_count']} cores ({machine['platform']}).", ""]
+    if summary["stopped"]:
+        lines += ["**Stopped** (Ctrl-C or SIGTERM) before every run ended: only the notebooks below ended.", ""]
     grid_names = list(dict.fromkeys(name for e in entries for name in e["parameters"]))
     numbered = any(e.get("run") for e in entries)
     header = (["run"] if numbered else []) + ["notebook"] + grid_names + ["status", "duration (s)", "executed copy"]
@@ -268,7 +270,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def write_summary(out: Path, entries: list[dict[str, Any]], wall_s: float, jobs: int, plot: list[str],
-                  title: str) -> dict[str, Any]:
+                  title: str, stopped: bool = False) -> dict[str, Any]:
     """Write `summary.json`, `summary.md` and `figures/` into `out`; return the summary."""
     for entry in entries:
         try:
@@ -277,7 +279,7 @@ def write_summary(out: Path, entries: list[dict[str, Any]], wall_s: float, jobs:
             entry["relative_output"] = entry["output"]
     labels = run_labels(entries)
     figures, unmatched = write_figures(out / "figures", entries, labels, plot)
-    summary = {"title": title, "wall_s": round(wall_s, 2), "jobs": jobs,
+    summary = {"title": title, "wall_s": round(wall_s, 2), "jobs": jobs, "stopped": stopped,
                "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
                "figures": figures, "plot_not_recorded": unmatched, "notebooks": entries}
     _write_atomically(out / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -6,13 +6,14 @@
 A grid file (YAML or JSON) is a mapping. Each key that names a notebook parameter holds a list of values,
 and every combination of those lists is one run (their product). Three keys are not parameters:
 
-    capacity: [512, 2048]                  # 2 values x 2 values = 4 runs
-    overlong: [split, truncate]
+    capacity: [512, 2048]                  # each key's list: every combination is a run
+    overlong: [split, truncate]            # (2 x 2 = 4 runs here)
     sets:                                  # optional: explicit runs, each a mapping of parameters;
-      - {model_overrides: {num_hidden_layers: 1}}     # with lists above as well, every set is run
-      - {model_overrides: {num_hidden_layers: 4}}     # with every combination of them
+      - {seed: 0}                          # with lists above as well, every set is combined with
+      - {seed: 1, buffer_rows: 32}         # every combination of them (4 x 2 = 8 runs here)
     jobs: 1                                # optional: at most this many runs at once (one GPU: 1)
-    plot: [padding_fraction.pad]           # optional: the metrics to draw across runs
+    plot: ["padding_fraction.*"]           # optional: metrics to draw across runs (names or patterns,
+                                           # one figure each; default: those that differ between runs)
 
 A list-valued parameter is a list of lists (`weights: [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]]`). Every run is
 checked against the notebook's `parameters` cell before any runs: a name it does not have, or a value of
@@ -29,6 +30,7 @@ A failing cell stops its notebook, not the others: the summary names the cell (i
 file and its first line) and the error. `OUT/summary.json` lists every notebook run, `OUT/summary.md`
 tabulates parameters, status, duration and the metrics each recorded with `helpers.env.record`, and
 `OUT/figures/` compares runs (see `helpers.run_report`). The exit status is 1 when any notebook failed.
+Stopped (Ctrl-C, SIGTERM), it stops every run, summarises the notebooks that ended, and exits 130 or 143.
 """
 
 from __future__ import annotations
@@ -331,6 +333,10 @@ class Runner:
                         del self.running[number]
         finally:
             self._stop_all()
+        return self.ended()
+
+    def ended(self) -> list[dict[str, Any]]:
+        """The entries of every notebook that has ended so far, in job order."""
         return [entry for number in sorted(self.entries) for entry in self.entries[number]]
 
     def _stop_all(self) -> None:
@@ -383,10 +389,15 @@ def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]
     print(f"{len(planned)} run(s) of {len(notebooks)} notebook(s), {parallel} at a time; executed copies "
           f"and logs under {out}", flush=True)
     start = time.perf_counter()
-    entries = Runner(planned, parallel, kernel).run(
-        lambda entry: print_entry(entry, combination_name(entry["parameters"]) if entry["parameters"] else ""))
-    return write_summary(out, entries, wall_s=time.perf_counter() - start, jobs=parallel, plot=plot or [],
-                         title=title or ", ".join(n.stem for n in notebooks))
+    runner = Runner(planned, parallel, kernel)
+    settings = dict(jobs=parallel, plot=plot or [], title=title or ", ".join(n.stem for n in notebooks))
+    try:
+        entries = runner.run(
+            lambda entry: print_entry(entry, combination_name(entry["parameters"]) if entry["parameters"] else ""))
+    except BaseException:  # Ctrl-C or SIGTERM: the runs are stopped; summarise the notebooks that ended
+        write_summary(out, runner.ended(), wall_s=time.perf_counter() - start, stopped=True, **settings)
+        raise
+    return write_summary(out, entries, wall_s=time.perf_counter() - start, **settings)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"--jobs {args.jobs}: at least one run must go at a time; fix: give --jobs 1 or more")
     grid = load_grid(args.grid) if args.grid else Grid()
     jobs = min(filter(None, [args.jobs or default_jobs(), grid.jobs]))
-    title = f"{', '.join(n.stem for n in args.notebooks)}" + (f" over {args.grid.name}" if args.grid else "")
+    stems = [n.stem for n in args.notebooks]
+    title = (", ".join(stems) if len(stems) <= 2 else f"{len(stems)} notebooks, {stems[0]} to {stems[-1]}")
+    title += f" over {args.grid.name}" if args.grid else ""
     summary = run_all([n.resolve() for n in args.notebooks], args.out, grid.sets, jobs=jobs, plot=grid.plot,
                       kernel=args.kernel, title=title)
     failed = [e for e in summary["notebooks"] if e["status"] != "ok"]

@@ -7,8 +7,11 @@ their notebooks' parameters here (running them is `make workshop`'s and a person
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -231,3 +234,36 @@ def test_without_a_grid_notebooks_run_in_order_and_a_dead_run_is_reported(tmp_pa
     assert all("ended" in e["error"] and "run.log" in e["error"] for e in entries[1:])
     text = (tmp_path / "out" / "summary.md").read_text()
     assert "### probe" in text and "| double | 2 |" in text
+
+
+@pytest.mark.notebook
+def test_a_stopped_grid_stops_its_runs_and_summarises_what_ended(tmp_path):
+    """SIGTERM while the second of two runs sleeps: exit 143, the sleeping run is stopped, and the summary
+    lists the run that ended and says that the grid was stopped."""
+    started = tmp_path / "started"
+    notebook = write_notebook(
+        tmp_path / "naps.ipynb", "nap_s = 0.0",
+        f"import pathlib, time\nfrom helpers.env import record\nif nap_s:\n    pathlib.Path({str(started)!r}).touch()\n"
+        "time.sleep(nap_s)\nrecord('nap_s', nap_s)")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("nap_s: [0.0, 600.0]\n")
+    out = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "helpers.runs", str(notebook), "--grid", str(grid), "--out",
+                                str(out), "--jobs", "1"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not started.exists():
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline, "the second run never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 143 and stderr.strip().splitlines()[-1] == "terminated"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"] is True
+    assert [(e["status"], e["metrics"]) for e in summary["notebooks"]] == [("ok", {"nap_s": 0.0})]
+    assert "**Stopped**" in (out / "summary.md").read_text()
