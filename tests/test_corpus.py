@@ -108,3 +108,18 @@ def test_blank_lines_are_not_records(tmp_path):
     path = tmp_path / "gaps.jsonl"
     path.write_text('{"text": "a"}\n\n   \n{"text": "b"}\n')
     assert [r["text"] for r in read_jsonl(path)] == ["a", "b"]
+
+
+def test_training_and_held_out_texts_are_disjoint_whole_documents(tmp_path):
+    import json
+
+    from helpers.corpus import training_and_held_out_texts
+
+    path = tmp_path / "d.jsonl"
+    texts = [f"document {k} " * (k + 1) for k in range(10)]
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    train, held_out = training_and_held_out_texts(path, train_chars=40, held_out_chars=100)
+    assert held_out == texts[-len(held_out):] and sum(map(len, held_out)) >= 100
+    assert train == texts[:len(train)] and sum(map(len, train[:-1])) < 40
+    train, held_out = training_and_held_out_texts(path, train_chars=10**9, held_out_chars=10**9)
+    assert train == texts[:1] and held_out == texts[1:]  # a small file: less training text, never a shared document
