@@ -3,7 +3,8 @@ each token is read.
 
 - `greedy_lags`: for each step of the blending index, every source's lag `w x max(i, 1) - count`
   before the pick (the rule takes the largest); when all lags are back to zero the order starts over;
-- `repeat_period`: the smallest p with `index[i] == index[i - p]` all along, or None;
+- `repeat_period`: the smallest p with `index[i] == index[i - p]` all along, or None; `first_repeat`:
+  from which sample on the order repeats, and its period;
 - `token_reads`: how many times each token of a GPTDataset's split is read as a model input by a
   set of its samples (sample j reads tokens `j x S ... j x S + S - 1` of its shuffled stream);
 - `random_window_reads`: the same count for windows that start anywhere at random, drawn with
@@ -41,6 +42,21 @@ def repeat_period(index: np.ndarray, longest: int | None = None) -> int | None:
         if np.array_equal(index[period:], index[:-period]):
             return period
     return None
+
+
+def first_repeat(index: np.ndarray, longest: int | None = None) -> tuple[int, int] | None:
+    """(start, period): the earliest sample from which `index` repeats with a period of at most `longest`
+    (the smallest such period), seen at least twice; None when none does. The greedy blend repeats from
+    0, or only later when its first picks (lags `w`, not zero) or float rounding of ties differ."""
+    index = np.asarray(index)
+    longest = index.size // 3 if longest is None else min(longest, index.size // 3)
+    best = None
+    for period in range(1, longest + 1):
+        differ = np.flatnonzero(index[period:] != index[:-period])
+        start = int(differ[-1]) + 1 if differ.size else 0
+        if start + 2 * period <= index.size and (best is None or start < best[0]):
+            best = (start, period)
+    return best
 
 
 def _reads_on_stream(starts: np.ndarray, seq_length: int, stream_length: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..blend_stats import greedy_lags, repeat_period
+from ..blend_stats import first_repeat, greedy_lags
 from ..blending import SURPLUS, blending_indices, normalize, sizes_per_dataset
 from ..gpt_dataset import number_of_epochs
 from . import headless, live
@@ -27,12 +27,12 @@ def _colours(count: int):
     return plt.get_cmap("tab10").colors[:count]
 
 
-def draw_order(weights: Sequence[float], names: Sequence[str], samples: int = 30, longest_period: int = 2000):
+def draw_order(weights: Sequence[float], names: Sequence[str], samples: int = 30, longest_period: int = 200):
     """Top: the source of each of the first `samples` blend samples, one lettered cell each. Bottom: each
-    source's lag `w x max(i, 1) - count` before step i; the rule picks the largest. The title gives the
-    period after which the order starts over (found over `2 x longest_period` steps)."""
+    source's lag `w x max(i, 1) - count` before step i; the rule picks the largest. The title says from
+    which sample the order repeats and how often (periods up to `longest_period`, over 2,000 steps)."""
     picks, lags = greedy_lags(weights, samples)
-    period = repeat_period(blending_indices(normalize(list(weights)), 2 * longest_period)[0], longest_period)
+    repeat = first_repeat(blending_indices(normalize(list(weights)), 2000)[0], longest_period)
     colours = _colours(len(names))
     fig, (strip, lines) = plt.subplots(2, 1, figsize=(9, 4.2), sharex=True, gridspec_kw={"height_ratios": [1, 3]})
     for i, k in enumerate(picks):
@@ -45,8 +45,9 @@ def draw_order(weights: Sequence[float], names: Sequence[str], samples: int = 30
     for k, name in enumerate(names):
         lines.plot(steps, lags[:, k], marker="o", markersize=3, color=colours[k], label=name)
     lines.axhline(0, color="grey", linewidth=0.8)
-    if period is not None:
-        for boundary in range(period, samples, period):
+    if repeat is not None:
+        start, period = repeat
+        for boundary in range(start + period, samples, period):
             for ax in (strip, lines):
                 ax.axvline(boundary - 0.5, color="black", linestyle="--", linewidth=1)
     lines.set_xlim(-0.5, samples - 0.5)
@@ -54,8 +55,12 @@ def draw_order(weights: Sequence[float], names: Sequence[str], samples: int = 30
     lines.set_ylabel("lag  w·max(i,1) − count")
     lines.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     shown = "/".join(f"{w:.2f}" for w in normalize(list(weights)))
-    repeats = f"the order repeats every {period} samples" if period else \
-        f"no repeat within {longest_period} samples"
+    if repeat is None:
+        repeats = f"no period up to {longest_period} samples"
+    elif repeat[0] == 0:
+        repeats = f"the order repeats every {repeat[1]} samples"
+    else:
+        repeats = f"from sample {repeat[0]} on, it repeats every {repeat[1]} samples"
     strip.set_title(f"Weights {shown}: the largest lag is picked; {repeats}")
     fig.tight_layout()
     return fig
