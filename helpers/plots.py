@@ -146,26 +146,6 @@ def shares_over_steps(cumulative: np.ndarray, per_step: np.ndarray, names: Seque
     return fig
 
 
-def pack_rows(plans: dict, rows: int, title: str):
-    """The first rows of each plan, documents as coloured bars, padding left white."""
-    fig, axes = plt.subplots(len(plans), 1, figsize=(9, 1.0 + 0.55 * rows * len(plans) / 3), sharex=True)
-    axes = np.atleast_1d(axes)
-    cmap = plt.get_cmap("tab20")
-    for ax, (name, plan) in zip(axes, plans.items()):
-        for r in range(min(rows, plan.rows)):
-            cursor = 0
-            for document, _, length in plan.segments_of_row(r):
-                ax.barh(r, length, left=cursor, color=cmap(document % 20), edgecolor="white", linewidth=0.5)
-                cursor += length
-        ax.set_ylim(min(rows, plan.rows) - 0.5, -0.5)
-        ax.set_ylabel(name, rotation=0, ha="right", va="center")
-        ax.set_yticks([])
-    axes[-1].set_xlabel("token position in the row")
-    axes[0].set_title(title)
-    fig.tight_layout()
-    return fig
-
-
 def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str):
     """Two masks side by side: plain causal, and causal within documents."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
