@@ -354,11 +354,15 @@ class Runner:
 
 
 def plan_jobs(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]) -> list[Job]:
-    """One job per combination, numbered from 1 in a folder of its own; without a grid, one job in `out`."""
+    """One job per combination, numbered from 1, in a folder named after the parameters that differ between
+    combinations (`03-capacity=2048`); without a grid, one job in `out` itself."""
     if combinations == [{}]:
         return [Job(0, tuple(notebooks), {}, out)]
     width = len(str(len(combinations)))
-    return [Job(i, tuple(notebooks), parameters, out / f"{i:0{width}d}-{combination_name(parameters)}")
+    names = list(dict.fromkeys(name for c in combinations for name in c))
+    varying = [n for n in names if len({json.dumps(c.get(n), sort_keys=True) for c in combinations}) > 1]
+    return [Job(i, tuple(notebooks), parameters,
+                out / f"{i:0{width}d}-{combination_name({n: parameters[n] for n in varying if n in parameters})}")
             for i, parameters in enumerate(combinations, start=1)]
 
 
@@ -391,9 +395,9 @@ def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]
     start = time.perf_counter()
     runner = Runner(planned, parallel, kernel)
     settings = dict(jobs=parallel, plot=plot or [], title=title or ", ".join(n.stem for n in notebooks))
+    labels = {job.number: job.folder.name.split("-", 1)[1] if job.number else "" for job in planned}
     try:
-        entries = runner.run(
-            lambda entry: print_entry(entry, combination_name(entry["parameters"]) if entry["parameters"] else ""))
+        entries = runner.run(lambda entry: print_entry(entry, labels[entry["run"]]))
     except BaseException:  # Ctrl-C or SIGTERM: the runs are stopped; summarise the notebooks that ended
         write_summary(out, runner.ended(), wall_s=time.perf_counter() - start, stopped=True, **settings)
         raise
