@@ -19,6 +19,7 @@ import math
 import os
 import platform
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,20 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+def _flat(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A mapping-valued parameter (`model_overrides: {hidden_size: 96}`) contributes its own keys."""
+    flat: dict[str, Any] = {}
+    for name, value in parameters.items():
+        flat.update(value if isinstance(value, dict) and value else {name: value})
+    return flat
+
+
 def varying_parameters(entries: list[dict[str, Any]]) -> list[str]:
-    """The grid parameters whose value is not the same in every run, in order of first appearance."""
-    names = list(dict.fromkeys(name for e in entries for name in e["parameters"]))
-    return [n for n in names if len({_short(e["parameters"].get(n)) for e in entries}) > 1]
+    """The grid parameters (keys inside mapping-valued ones included) whose value is not the same in every
+    run, in order of first appearance."""
+    flat = [_flat(e["parameters"]) for e in entries]
+    names = list(dict.fromkeys(name for f in flat for name in f))
+    return [n for n in names if len({_short(f.get(n)) for f in flat}) > 1]
 
 
 def run_labels(entries: list[dict[str, Any]]) -> list[str]:
@@ -52,11 +63,36 @@ def run_labels(entries: list[dict[str, Any]]) -> list[str]:
     several_notebooks = len({e["name"] for e in entries}) > 1
     labels = []
     for entry in entries:
-        parameters = ", ".join(f"{n}={_short(entry['parameters'][n])}" for n in varying if n in entry["parameters"])
+        flat = _flat(entry["parameters"])
+        parameters = ", ".join(f"{n}={_short(flat[n])}" for n in varying if n in flat)
         if several_notebooks or not parameters:
             parameters = f"{entry['name']} {parameters}".strip() if parameters else entry["name"]
         labels.append(parameters)
     return labels
+
+
+def _wrapped(labels: list[str], width: int = 32) -> list[str]:
+    """Tick labels on lines of at most `width` characters, so that long ones do not squeeze the plot."""
+    return [textwrap.fill(label, width, break_on_hyphens=False) for label in labels]
+
+
+def _bars_height(wrapped: list[str], bars: int = 1) -> float:
+    """Inches for a horizontal bar chart: room for each run's bars and for each line of its label."""
+    return 1.6 + sum(max(0.3 * bars, 0.2 * (label.count("\n") + 1)) + 0.1 for label in wrapped)
+
+
+def _legend_columns(names: list[str]) -> int:
+    return 1 if len(names) < 2 or max(len(n) for n in names) > 40 else 2
+
+
+def _legend_height(names: list[str]) -> float:
+    """Inches the legend below a plot takes."""
+    return 0.22 * math.ceil(len(names) / _legend_columns(names))
+
+
+def _legend(figure, names: list[str]) -> None:
+    """Below the plot, where it hides no data."""
+    figure.legend(loc="outside lower center", ncols=_legend_columns(names), fontsize="small")
 
 
 def _cell(value: Any) -> str:
@@ -95,10 +131,11 @@ def _file_name(prefix: str, name: str) -> str:
 
 
 def duration_figure(path: Path, entries: list[dict[str, Any]], labels: list[str]) -> None:
-    figure, axes = _figure(7.0, 1.2 + 0.35 * len(labels))
+    wrapped = _wrapped(labels)
+    figure, axes = _figure(7.0, _bars_height(wrapped))
     axes.barh(range(len(labels)), [e["duration_s"] for e in entries],
               color=["tab:blue" if e["status"] == "ok" else "tab:red" for e in entries])
-    axes.set_yticks(range(len(labels)), labels)
+    axes.set_yticks(range(len(labels)), wrapped)
     axes.invert_yaxis()  # first run on top, as in the table
     axes.set_xlabel("seconds")
     axes.set_ylabel("run")
@@ -109,32 +146,32 @@ def duration_figure(path: Path, entries: list[dict[str, Any]], labels: list[str]
 def metric_figure(path: Path, title: str, names: list[str], entries: list[dict[str, Any]], labels: list[str]) -> None:
     """One bar per run for each metric in `names` (bars side by side when there are several)."""
     runs = [(e, label) for e, label in zip(entries, labels) if any(_is_number(e["metrics"].get(n)) for n in names)]
-    figure, axes = _figure(7.0, 1.2 + 0.3 * len(runs) * max(1, min(len(names), 4)))
+    wrapped = _wrapped([label for _, label in runs])
+    figure, axes = _figure(7.0, _bars_height(wrapped, len(names)) + (_legend_height(names) if len(names) > 1 else 0))
     height = 0.8 / len(names)
     for k, name in enumerate(names):
         values = [e["metrics"].get(name) for e, _ in runs]
         positions = [i + (k - (len(names) - 1) / 2) * height for i in range(len(runs))]
         axes.barh(positions, [v if _is_number(v) else 0 for v in values], height=height, label=name)
-    axes.set_yticks(range(len(runs)), [label for _, label in runs])
+    axes.set_yticks(range(len(runs)), wrapped)
     axes.invert_yaxis()  # first run on top, as in the table
     axes.set_xlabel(names[0] if len(names) == 1 else title)
     axes.set_ylabel("run")
     axes.set_title(f"{title} across runs")
     if len(names) > 1:
-        axes.legend(fontsize="small")
+        _legend(figure, names)
     figure.savefig(path, dpi=100)
 
 
 def curve_figure(path: Path, name: str, entries: list[dict[str, Any]], labels: list[str]) -> None:
-    figure, axes = _figure()
-    for entry, label in zip(entries, labels):
-        values = entry["metrics"].get(name)
-        if _is_curve(values):
-            axes.plot(range(len(values)), values, marker="o", label=label)
+    drawn = [(e["metrics"][name], label) for e, label in zip(entries, labels) if _is_curve(e["metrics"].get(name))]
+    figure, axes = _figure(7.0, 4.0 + _legend_height([label for _, label in drawn]))
+    for values, label in drawn:
+        axes.plot(range(len(values)), values, marker="o", label=label)
     axes.set_xlabel("position in the recorded list")
     axes.set_ylabel(name)
     axes.set_title(f"{name}: every run's curve")
-    axes.legend(fontsize="small")
+    _legend(figure, [label for _, label in drawn])
     figure.savefig(path, dpi=100)
 
 
@@ -153,7 +190,8 @@ def read_loss_logs(run_dir: str | None) -> dict[str, tuple[list[float], list[flo
 
 
 def loss_figure(path: Path, logs: list[dict[str, tuple[list[float], list[float]]]], labels: list[str]) -> None:
-    figure, axes = _figure()
+    lines = [f"{label}: {name}" for run, label in zip(logs, labels) for name in run]
+    figure, axes = _figure(7.0, 4.0 + _legend_height(lines))
     names = list(dict.fromkeys(name for run in logs for name in run))
     colours = [f"C{i % 10}" for i in range(len(labels))]
     for run, label, colour in zip(logs, labels, colours):
@@ -163,7 +201,7 @@ def loss_figure(path: Path, logs: list[dict[str, tuple[list[float], list[float]]
     axes.set_xlabel("step")
     axes.set_ylabel("training loss")
     axes.set_title("Every run's loss curve (colour: run, line style: log)")
-    axes.legend(fontsize="small")
+    _legend(figure, lines)
     figure.savefig(path, dpi=100)
 
 

@@ -145,6 +145,8 @@ def test_labels_name_only_what_differs_between_runs():
     assert run_labels(entries) == ["capacity=512", "capacity=2048"]
     workshop = [_entry("00_env", {}, {}), _entry("01_tok", {}, {})]
     assert run_labels(workshop) == ["00_env", "01_tok"]
+    sizes = [_entry("06", {"model_overrides": {"hidden_size": h, "num_hidden_layers": 2}}, {}) for h in (96, 192)]
+    assert run_labels(sizes) == ["hidden_size=96", "hidden_size=192"]  # a mapping's keys, those that differ
 
 
 def test_metrics_drawn_are_the_ones_that_differ_or_the_ones_asked_for():
