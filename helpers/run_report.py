@@ -164,10 +164,13 @@ def metric_figure(path: Path, title: str, names: list[str], entries: list[dict[s
 
 
 def curve_figure(path: Path, name: str, entries: list[dict[str, Any]], labels: list[str]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     drawn = [(e["metrics"][name], label) for e, label in zip(entries, labels) if _is_curve(e["metrics"].get(name))]
     figure, axes = _figure(7.0, 4.0 + _legend_height([label for _, label in drawn]))
     for values, label in drawn:
         axes.plot(range(len(values)), values, marker="o", label=label)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("position in the recorded list")
     axes.set_ylabel(name)
     axes.set_title(f"{name}: every run's curve")
