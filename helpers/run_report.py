@@ -267,12 +267,16 @@ def summary_markdown(summary: dict[str, Any], labels: list[str]) -> str:
         lines += ["**Stopped** (Ctrl-C or SIGTERM) before every run ended: only the notebooks below ended.", ""]
     grid_names = list(dict.fromkeys(name for e in entries for name in e["parameters"]))
     numbered = any(e.get("run") for e in entries)
-    header = (["run"] if numbered else []) + ["notebook"] + grid_names + ["status", "duration (s)", "executed copy"]
+    header = (["run"] if numbered else []) + ["notebook"] + grid_names + ["status", "duration (s)", "slowest cell",
+                                                                          "executed copy"]
     rows = []
     for entry in entries:
         row = ([str(entry.get("run", ""))] if numbered else []) + [entry["name"]]
         row += [entry["parameters"].get(n, "") for n in grid_names]
-        row += [entry["status"], f"{entry['duration_s']:.1f}", f"`{entry['relative_output']}`"]
+        slowest = entry.get("slowest_cell")
+        row += [entry["status"], f"{entry['duration_s']:.1f}",
+                f"{slowest['duration_s']:.1f} s, cell {slowest['index']} `{slowest['first_line'][:40]}`" if slowest else "",
+                f"`{entry['relative_output']}`"]
         rows.append(row)
     lines += _table(header, rows) + [""]
     if failed:

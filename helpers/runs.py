@@ -20,9 +20,11 @@ checked against the notebook's `parameters` cell before any runs: a name it does
 another type than its default, is refused.
 
 One run is a set of parameters applied to each notebook given, in the order given (`make workshop` is one
-run of 00 to 06: 02 writes the data that 03 to 05 read). Runs go in parallel, `--jobs` at a time, each in a
-process of its own whose output goes to `run.log` in its folder; every executed copy is kept, in
-`OUT/NN-<parameters>/<notebook>.ipynb` (in `OUT/` itself when there is no grid). A notebook parameter
+run of 00 to 06: 02 writes the data that 03 to 05 read). Runs go in parallel, `--jobs` at a time (default:
+a quarter of the cores, so 1 on a 2-core laptop, since a notebook keeps several cores busy; with more than
+one, each run's OpenMP and tokenizer threads get their share of the cores), each in a process of its own
+whose output goes to `run.log` in its folder. Every executed copy is kept, in
+`OUT/NN-<parameters that differ between runs>/<notebook>.ipynb` (in `OUT/` itself without a grid). A notebook parameter
 named `run_dir` (where a notebook writes files of its own, such as training logs) is pointed at
 `OUT/.../<notebook>/` unless the grid sets it, so runs never write over each other's files.
 
@@ -82,6 +84,8 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
     entry = {"name": notebook.stem, "status": "ok" if failure is None else "error",
              "duration_s": round(duration, 2), "output": str(output), "parameters": parameters or {},
              "metrics": read_metrics(output) if output.exists() else {}}
+    if output.exists():
+        entry["slowest_cell"] = slowest_cell(output)
     if failure is not None:
         entry["error"] = f"{failure.ename}: {failure.evalue}"
         entry["failed_cell"] = failed_cell(notebook, failure, injected=bool(parameters))
@@ -98,6 +102,21 @@ def failed_cell(notebook: Path, failure, injected: bool) -> dict[str, Any]:
         index = matches[0] if matches else None
     lines = [line for line in failure.source.splitlines() if line.strip()]
     return {"index": index, "execution_count": failure.exec_count, "first_line": lines[0] if lines else ""}
+
+
+def slowest_cell(executed: Path) -> dict[str, Any] | None:
+    """The cell that took longest in an executed copy (papermill times every cell): its index in the
+    notebook file (not counting the cells papermill adds), first line and seconds."""
+    added = {"injected-parameters", "papermill-error-cell-tag"}
+    cells = [c for c in json.loads(executed.read_text(encoding="utf-8"))["cells"]
+             if not added & set(c.get("metadata", {}).get("tags", []))]
+    timed = [(c["metadata"].get("papermill", {}).get("duration") or 0.0, i) for i, c in enumerate(cells)
+             if c["cell_type"] == "code"]
+    if not timed:
+        return None
+    duration, index = max(timed)
+    lines = [line for line in "".join(cells[index]["source"]).splitlines() if line.strip()]
+    return {"index": index, "first_line": lines[0] if lines else "", "duration_s": round(duration, 2)}
 
 
 def describe_failure(entry: dict[str, Any]) -> str:

@@ -196,7 +196,7 @@ def test_a_grid_runs_every_set_reports_failures_with_their_cell_and_summarises(t
     assert len({Path(e["output"]).parent for e in entries}) == 4
 
     text = (out / "summary.md").read_text()
-    assert "| run | notebook | x | fail | status | duration (s) | executed copy |" in text
+    assert "| run | notebook | x | fail | status | duration (s) | slowest cell | executed copy |" in text
     assert "| 1 | probe | 1 | False | ok |" in text and "| 4 | probe | 5 | True | error |" in text
     assert "- run 2, probe: cell 4 (`assert not fail, 'asked to fail'`): AssertionError: asked to fail" in text
     assert "| double | 2 |  | 10 |  |" in text
@@ -217,6 +217,8 @@ def test_runs_go_in_parallel_when_jobs_allow(tmp_path):
     summary = run_all([notebook], tmp_path / "together", [{"me": "a", "other": "b"}, {"me": "b", "other": "a"}], jobs=2)
     assert [e["status"] for e in summary["notebooks"]] == ["ok", "ok"]
     assert summary["jobs"] == 2
+    slowest = summary["notebooks"][0]["slowest_cell"]  # the cell that waits, not papermill's injected one
+    assert (slowest["index"], slowest["first_line"]) == (2, "import pathlib, time")
     alone = run_all([notebook], tmp_path / "alone", [{"me": "c", "other": "d", "wait_s": 1.0},
                                                      {"me": "d", "other": "c", "wait_s": 1.0}], jobs=1)
     assert alone["notebooks"][0]["status"] == "error" and "never started" in alone["notebooks"][0]["error"]
