@@ -5,7 +5,7 @@ Nothing here knows any notebook: it reads what each run recorded with `helpers.e
 - `figures/duration.png`: every run's wall time, failures in another colour;
 - `figures/metric-NAME.png`: numbers recorded by two runs or more, one bar per run and metric (one figure
   per pattern a grid's `plot` gives, or else per family of metrics whose values differ between runs);
-- `figures/curve-NAME.png`: a list of numbers recorded by a run (a curve), every run's on one plot;
+- `figures/curve-NAME.png`: a list of numbers (a curve) recorded by two runs or more, all on one plot;
 - `figures/loss.png`: the training logs a run wrote into its `run_dir` (CSV files with `step` and `loss`
   columns), every run's loss curve on one plot, one colour per run and one line style per log.
 """
@@ -215,8 +215,9 @@ def choose_metrics(entries: list[dict[str, Any]], plot: list[str]) -> tuple[dict
     `padding_fraction.concat` share a figure), at most `MAX_METRIC_FIGURES` figures."""
     names = list(dict.fromkeys(name for e in entries for name in e["metrics"]))
     values = {n: [e["metrics"][n] for e in entries if n in e["metrics"]] for n in names}
-    curves = [n for n in names if any(_is_curve(v) for v in values[n])]
-    numbers = [n for n in names if n not in curves and sum(_is_number(v) for v in values[n]) >= 2]
+    curves = [n for n in names if sum(_is_curve(v) for v in values[n]) >= (1 if plot else 2)]
+    numbers = [n for n in names if not any(_is_curve(v) for v in values[n])
+               and sum(_is_number(v) for v in values[n]) >= 2]
     if plot:
         groups = {p: [n for n in numbers if fnmatch.fnmatchcase(n, p)] for p in plot}
         curves = [n for n in curves if any(fnmatch.fnmatchcase(n, p) for p in plot)]

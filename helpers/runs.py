@@ -92,6 +92,14 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
     return entry
 
 
+def first_line(source: str) -> str:
+    """The line that tells a cell apart: its first line of code (comments such as `# NBVAL_CHECK_OUTPUT`
+    skipped), or its first line when it has only comments."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    code = [line for line in lines if not line.startswith("#")]
+    return (code or lines or [""])[0]
+
+
 def failed_cell(notebook: Path, failure, injected: bool) -> dict[str, Any]:
     """Where a papermill run failed: the cell's index in the notebook file (papermill counts its injected
     parameters cell too), its execution count and its first line."""
@@ -100,8 +108,7 @@ def failed_cell(notebook: Path, failure, injected: bool) -> dict[str, Any]:
     if not (0 <= index < len(cells) and "".join(cells[index]["source"]) == failure.source):
         matches = [i for i, cell in enumerate(cells) if "".join(cell["source"]) == failure.source]
         index = matches[0] if matches else None
-    lines = [line for line in failure.source.splitlines() if line.strip()]
-    return {"index": index, "execution_count": failure.exec_count, "first_line": lines[0] if lines else ""}
+    return {"index": index, "execution_count": failure.exec_count, "first_line": first_line(failure.source)}
 
 
 def slowest_cell(executed: Path) -> dict[str, Any] | None:
@@ -115,8 +122,7 @@ def slowest_cell(executed: Path) -> dict[str, Any] | None:
     if not timed:
         return None
     duration, index = max(timed)
-    lines = [line for line in "".join(cells[index]["source"]).splitlines() if line.strip()]
-    return {"index": index, "first_line": lines[0] if lines else "", "duration_s": round(duration, 2)}
+    return {"index": index, "first_line": first_line("".join(cells[index]["source"])), "duration_s": round(duration, 2)}
 
 
 def describe_failure(entry: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ import pytest
 from helpers.errors import UserError
 from helpers.paths import NOTEBOOK_DIR, REPO_ROOT
 from helpers.run_report import choose_metrics, run_labels, write_summary
-from helpers.runs import check_parameters, combination_name, load_grid, parse_grid, run_all
+from helpers.runs import check_parameters, combination_name, first_line, load_grid, parse_grid, run_all
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -143,6 +143,8 @@ def _entry(name, parameters, metrics, status="ok", run=0, **extra):
 def test_labels_name_only_what_differs_between_runs():
     entries = [_entry("05", {"capacity": c, "seed": 0}, {}) for c in (512, 2048)]
     assert run_labels(entries) == ["capacity=512", "capacity=2048"]
+    assert first_line("# NBVAL_CHECK_OUTPUT\n\nrows = pack(x)\n") == "rows = pack(x)"
+    assert first_line("# only a comment") == "# only a comment"
     workshop = [_entry("00_env", {}, {}), _entry("01_tok", {}, {})]
     assert run_labels(workshop) == ["00_env", "01_tok"]
     sizes = [_entry("06", {"model_overrides": {"hidden_size": h, "num_hidden_layers": 2}}, {}) for h in (96, 192)]
@@ -153,6 +155,8 @@ def test_metrics_drawn_are_the_ones_that_differ_or_the_ones_asked_for():
     entries = [_entry("n", {"x": i}, {"same": 1, "varies": i, "curve": [i, i + 1], "word": "a"}) for i in (1, 2)]
     assert choose_metrics(entries, []) == ({"varies": ["varies"]}, ["curve"], [])
     assert choose_metrics(entries, ["s*", "missing"]) == ({"s*": ["same"]}, [], ["missing"])
+    assert choose_metrics(entries[:1], []) == ({}, [], [])  # one run: nothing to compare
+    assert choose_metrics(entries[:1], ["curve"]) == ({}, ["curve"], [])  # unless asked for
     family = [_entry("n", {"c": i}, {"pad.a": i, "pad.b": 2 * i, "pad.c": 3}) for i in (1, 2)]
     assert choose_metrics(family, []) == ({"pad": ["pad.a", "pad.b"]}, [], [])
     assert choose_metrics(family, ["pad.*"]) == ({"pad.*": ["pad.a", "pad.b", "pad.c"]}, [], [])
