@@ -37,7 +37,7 @@ corpus: $(VENV)/.installed  ## build the default real corpus in data/raw (skippe
 	$(PY) -m helpers.corpus --out data/raw
 
 lab: $(VENV)/.installed $(KERNEL_SPEC)  ## open JupyterLab on the notebooks, on this machine only (127.0.0.1)
-	$(PY) -m jupyter lab --ip 127.0.0.1 notebooks/
+	$(PY) -m jupyter lab --ip 127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

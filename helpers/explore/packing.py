@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..packing import STRATEGIES, PackPlan, pack, plan_metrics
-from . import live
+from . import headless, live
 
 COMPARED = ("concat", "pad", "next_fit", "best_fit_decreasing", "streaming")
 CAPACITIES = (256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -58,7 +58,12 @@ def draw_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] = CO
 
 def explore_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] = COMPARED, rows: int = 8,
                  overlong: str = "split", window: int = 64, buffer_rows: int = 8) -> None:
-    """A capacity slider and a strategy menu (the compared set, or any one strategy) redrawing `draw_rows`."""
+    """A capacity slider and a strategy menu (the compared set, or any one strategy) redrawing `draw_rows`
+    (headless: one line naming them, and no widget is made, so a saved notebook keeps no widget state)."""
+    description = "Rows of each strategy at one capacity"
+    if headless():
+        live(draw_rows, description, capacity=None, strategy=None)
+        return
     import ipywidgets
 
     capacities = sorted(set(CAPACITIES) | {int(capacity)})
@@ -68,6 +73,6 @@ def explore_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] =
         draw_rows(lengths, capacity, strategy, rows, overlong, window, buffer_rows)
         plt.show()
 
-    live(draw, "Rows of each strategy at one capacity",
+    live(draw, description,
          capacity=ipywidgets.SelectionSlider(options=capacities, value=int(capacity), description="capacity"),
          strategy=ipywidgets.Dropdown(options=choices, value=tuple(strategies), description="strategy"))
