@@ -142,7 +142,7 @@ def test_one_progress_bar_for_the_whole_input_reaches_the_end(tmp_path, varied, 
         def close(self):
             self.closed = True
 
-    monkeypatch.setattr(preprocess_module, "tqdm", RecordingBar)
+    monkeypatch.setattr(preprocess_module, "progress_bar", RecordingBar)
     preprocess(varied, tmp_path / "out", "bytes", workers=2, partitions=2, skip_bad_records=True)
     assert len(bars) == 1
     assert bars[0].total == bars[0].n == varied.stat().st_size and bars[0].closed
