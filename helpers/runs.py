@@ -52,11 +52,12 @@ from typing import Any
 
 from .env import read_metrics
 from .explore import HEADLESS_ENV
+from .kernel import KERNEL_NAME
 from .errors import UserError, run_cli
 from .yaml_file import read_yaml
 from .paths import NOTEBOOK_DIR, REPO_ROOT
 
-KERNEL = "pretraining-data"  # registered inside .venv by `make` (see Makefile)
+KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
 RUN_DIR_PARAMETER = "run_dir"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS")
