@@ -1,0 +1,87 @@
+"""Where `helpers.clean`'s passes run: in this process (one worker), in a pool of local worker processes,
+or as Ray tasks on a cluster. Every engine returns a pass's results in task order, so the driver's
+decisions, and so the outputs, do not depend on the engine or on the number of parts."""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from .errors import UserError
+from .preprocess_workers import process_context
+from .stop_signals import check_signals, die_with_parent, signals_held
+
+ENGINES = ("local", "ray")
+
+
+def call(job: tuple) -> object:
+    """Run one job, `(function, *arguments)`: the one function every engine ships to its workers."""
+    function, *arguments = job
+    return function(*arguments)
+
+
+def _start_worker(parent_pid: int) -> None:
+    """A local pool worker: Ctrl-C and SIGTERM are its parent's to handle, and it dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent_pid, signal.SIGKILL)
+
+
+class LocalEngine:
+    """Jobs in this process (`workers` 1) or in a pool of forked worker processes."""
+
+    name = "local"
+
+    def __init__(self, workers: int):
+        self.workers, self.pool = workers, None
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        if self.workers > 1 and self.pool is None:
+            with signals_held():
+                self.pool = process_context().Pool(self.workers, initializer=_start_worker, initargs=(os.getpid(),))
+        results = []
+        for index, result in enumerate(self.pool.imap(call, jobs) if self.pool else map(call, jobs)):
+            results.append(result)
+            if on_done is not None:
+                on_done(index, result)
+            check_signals()
+        return results
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+
+class RayEngine:
+    """Jobs as Ray tasks, on a local cluster or the one at `address`."""
+
+    name = "ray"
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        from .ray_engine import ray_map
+
+        return ray_map(call, list(jobs), on_done)
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator[LocalEngine | RayEngine]:
+    """The engine called `name`, started, and stopped on the way out."""
+    if name not in ENGINES:
+        raise UserError(f"--engine {name}: unknown engine; fix: use one of {', '.join(ENGINES)}")
+    if name == "local":
+        engine = LocalEngine(workers)
+        try:
+            yield engine
+        finally:
+            engine.close()
+        return
+    from .ray_engine import ray_session
+
+    with ray_session(ray_address, num_cpus=None if ray_address else workers):
+        yield RayEngine()

@@ -1,0 +1,111 @@
+"""What a cleaning run tells: `report.json` (per input and step, documents and bytes in, removed and out;
+the settings, the bands and rows, the most repeated lines, the time of each pass) and `removed.jsonl`
+(one line per record that did not make it to the output, with the step that removed it and, for a
+duplicate, the record it duplicates). Built from the driver's arrays; nothing here reads text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STEPS = ("normalize", "exact", "lines", "fuzzy")
+KEPT = 0
+STEP_CODE = {name: code for code, name in enumerate(STEPS, start=1)}
+REASONS = {"normalize": "no visible text left after normalising", "lines": "nothing left once repeated lines went"}
+
+
+@dataclass
+class Documents:
+    """Every good record of the run, in (input, line) order, and what happened to it."""
+
+    input_index: np.ndarray
+    lines: np.ndarray
+    places: np.ndarray
+    ids: list
+    raw_bytes: np.ndarray
+    bytes_after_normalize: np.ndarray
+    bytes_after_lines: np.ndarray
+    removed_by: np.ndarray  # 0 kept, else STEP_CODE of the step that removed it
+    duplicate_of: np.ndarray  # -1, or the index of the kept record it duplicates
+    similarity: np.ndarray  # estimated Jaccard with that record (fuzzy), NaN otherwise
+    lines_dropped: np.ndarray = field(default=None)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def alive(self) -> np.ndarray:
+        return self.removed_by == KEPT
+
+    def remove(self, mask: np.ndarray, step: str) -> None:
+        """Mark the records in `mask` (all still kept) as removed by `step`."""
+        self.removed_by[mask & self.alive()] = STEP_CODE[step]
+
+
+def step_table(documents: Documents, names: list[str], bad_counts: list[int], steps: list[str]) -> list[dict]:
+    """Per input: for reading and each step run, documents and bytes in, removed, and out."""
+    stage_bytes = {"read": documents.raw_bytes, "normalize": documents.bytes_after_normalize,
+                   "exact": documents.bytes_after_normalize, "lines": documents.bytes_after_lines,
+                   "fuzzy": documents.bytes_after_lines}
+    table = []
+    for index, name in enumerate(names):
+        mine = documents.input_index == index
+        rows = [{"step": "read", "documents_in": int(mine.sum()) + bad_counts[index], "removed": bad_counts[index],
+                 "documents_out": int(mine.sum()), "bytes_out": int(documents.raw_bytes[mine].sum())}]
+        alive = mine.copy()
+        previous = documents.raw_bytes
+        for step in steps:
+            removed = mine & (documents.removed_by == STEP_CODE[step])
+            after = alive & ~removed
+            current = stage_bytes[step]
+            rows.append({"step": step, "documents_in": int(alive.sum()), "bytes_in": int(previous[alive].sum()),
+                         "removed": int(removed.sum()), "bytes_removed": int(previous[removed].sum()),
+                         "documents_out": int(after.sum()), "bytes_out": int(current[after].sum())})
+            alive, previous = after, current
+        table.append({"file": name, "steps": rows})
+    return table
+
+
+def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]) -> list[str]:
+    """The lines of `removed.jsonl`, in (input, line) order: every record removed by a step, and every bad
+    record skipped with `--skip-bad-records`."""
+    entries = []
+    for index in np.flatnonzero(documents.removed_by != KEPT):
+        step = STEPS[documents.removed_by[index] - 1]
+        entry = {"file": names[documents.input_index[index]], "line": int(documents.lines[index]),
+                 "id": documents.ids[index], "step": step}
+        if documents.places[index]:
+            entry["record_in_line"] = int(documents.places[index])
+        original = documents.duplicate_of[index]
+        if original >= 0:
+            entry["duplicate_of"] = {"file": names[documents.input_index[original]],
+                                     "line": int(documents.lines[original]), "id": documents.ids[original]}
+            if step == "fuzzy":
+                entry["similarity"] = round(float(documents.similarity[index]), 4)
+        else:
+            entry["reason"] = REASONS[step]
+        entries.append(((int(documents.input_index[index]), entry["line"], int(documents.places[index])), entry))
+    for input_index, records in enumerate(bad):
+        for line, place, kind, reason in records:
+            entry = {"file": names[input_index], "line": line, "id": None, "step": "bad record", "kind": kind,
+                     "reason": reason}
+            if place:
+                entry["record_in_line"] = place
+            entries.append(((input_index, line, place), entry))
+    entries.sort(key=lambda item: item[0])
+    return [json.dumps(entry, ensure_ascii=False) + "\n" for _, entry in entries]
+
+
+def summary_lines(report: dict) -> list[str]:
+    """What the command prints at the end: per input, each step's removals, and where the files are."""
+    out = []
+    for item in report["inputs"]:
+        parts = [f"{row['step']} -{row['removed']:,}" for row in item["steps"]]
+        last = item["steps"][-1]
+        out.append(f"{item['file']}: {item['steps'][0]['documents_in']:,} records -> {last['documents_out']:,} "
+                   f"kept ({', '.join(parts)})")
+    for name, seconds in report["seconds"].items():
+        out.append(f"pass {name:<10} {seconds:7.2f} s  {report['documents_per_second'][name]:>12,.0f} documents/s")
+    out.append(f"wrote {report['output_dir']}: kept records, removed.jsonl ({report['removed']:,} lines), report.json")
+    return out
