@@ -24,7 +24,7 @@ _powers: dict[str, np.ndarray] = {}
 
 def _power_tables(length: int) -> tuple[np.ndarray, np.ndarray]:
     """BYTE_BASE**i and its inverse**i modulo 2**64 for i < length (cached, grown by doubling)."""
-    if len(_powers.get("up", ())) < length:
+    if "up" not in _powers or len(_powers["up"]) < length:
         size = max(length, 2 * len(_powers.get("up", ())), 1 << 16)
         inverse = np.uint64(pow(int(BYTE_BASE), -1, 1 << 64))
         with np.errstate(over="ignore"):
