@@ -43,7 +43,8 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def _word_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start offsets and 64-bit hashes of the words in a byte array (one prefix-sum pass, in place)."""
+    """Start offsets and 64-bit hashes of the words in a byte array (one prefix-sum pass, in place; the
+    shingle hash mixes them later)."""
     edges = np.diff((data > 32).view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
@@ -54,32 +55,38 @@ def _word_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         np.multiply(data, up, out=prefix[1:])
         np.cumsum(prefix[1:], out=prefix[1:])
         raw = (prefix[ends] - prefix[starts]) * down[starts]
-        lengths = (ends - starts).astype(np.uint64)
-        return starts, _splitmix64(raw + lengths * WORD_BASE)
+        return starts, raw + (ends - starts).astype(np.uint64) * WORD_BASE
+
+
+def _factors(n: int) -> np.ndarray:
+    """One odd 64-bit factor per position in a shingle, so that word order matters."""
+    return _splitmix64(np.arange(n, dtype=np.uint64)) | np.uint64(1)
 
 
 def _batch_hashes(encoded: Sequence[bytes], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Shingle hashes of a batch of encoded documents, and how many each has."""
+    """Shingle hashes of a batch of encoded documents, grouped by document, and how many each has."""
     sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
     doc_starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
-    data = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
-    starts, words = _word_hashes(data)
+    starts, words = _word_hashes(np.frombuffer(b" ".join(encoded), dtype=np.uint8))
     doc = np.searchsorted(doc_starts, starts, side="right") - 1
-    count = len(words)
-    padded_words = np.concatenate([words, np.zeros(n, np.uint64)])
-    padded_docs = np.concatenate([doc, np.full(n, -1)])
-    shingles = np.zeros(count, np.uint64)
+    factors = _factors(n)
+    windows = max(len(words) - n + 1, 0)
+    shingles = np.zeros(windows, np.uint64)
     with np.errstate(over="ignore"):
         for j in range(n):
-            same = padded_docs[j:j + count] == doc
-            factor = _splitmix64(np.array([j], np.uint64))[0] | np.uint64(1)
-            shingles += np.where(same, padded_words[j:j + count], np.uint64(0)) * factor
-    whole = padded_docs[n - 1:n - 1 + count] == doc
-    first = doc != np.concatenate([[-1], doc[:-1]])
-    short = np.bincount(doc, minlength=len(encoded)) < n
-    keep = whole | (first & short[doc])
-    counts = np.bincount(doc[keep], minlength=len(encoded))
-    return _splitmix64(shingles[keep]), counts
+            shingles += words[j:j + windows] * factors[j]
+    whole = doc[:windows] == doc[n - 1:n - 1 + windows]
+    shingles, shingle_docs = shingles[whole], doc[:windows][whole]
+    word_counts = np.bincount(doc, minlength=len(encoded))
+    short = np.flatnonzero((word_counts > 0) & (word_counts < n))
+    if len(short):  # a document of fewer than n words is one shingle of all of them
+        first_word = np.searchsorted(doc, short)
+        with np.errstate(over="ignore"):
+            extra = np.array([np.sum(words[f:f + c] * factors[:c]) for f, c in zip(first_word, word_counts[short])],
+                             dtype=np.uint64)
+        shingles = np.insert(shingles, np.searchsorted(shingle_docs, short), extra)
+        shingle_docs = np.insert(shingle_docs, np.searchsorted(shingle_docs, short), short)
+    return _splitmix64(shingles), np.bincount(shingle_docs, minlength=len(encoded))
 
 
 def shingle_hashes(texts: Sequence[str], n: int = 5) -> tuple[np.ndarray, np.ndarray]:
