@@ -88,6 +88,36 @@ PREPROCESS = [
                     "--tokenizer", "bytes", "--workers", "1"], 2, ("a_file", "fix:")),
 ]
 
+def clean_args(content: bytes | str, *extra: str, name: str = "input.jsonl"):
+    """Arguments of `helpers.clean` on a JSONL file holding `content`, output in out/clean."""
+    def make(folder: Path) -> list[str]:
+        return ["--input", str(jsonl(folder, content, name)), "--output-dir", str(folder.parent / "out" / "clean"),
+                "--workers", "2", "--parts", "3", "--no-progress", *extra]
+    return make
+
+
+CLEAN = [
+    Case("missing file", "clean", lambda f: ["--input", str(f / "nowhere.jsonl"), "--output-dir",
+                                             str(f.parent / "out" / "c"), "--exact"], 2,
+         ("nowhere.jsonl", "no such file", "fix:")),
+    Case("empty file", "clean", clean_args("", "--exact"), 2, ("input.jsonl", "empty", "fix:")),
+    Case("invalid JSON", "clean", clean_args(GOOD * 3 + '{"text": "cut\n' + GOOD, "--exact"), 2,
+         ("input.jsonl:4", "invalid JSON", "fix:")),
+    Case("number as text", "clean", clean_args(GOOD + '{"text": 5}\n', "--fuzzy"), 2,
+         ("input.jsonl:2", "'text'", "fix:")),
+    Case("lone surrogate", "clean", clean_args(GOOD + '{"text": "lone \\ud800"}\n', "--normalize"), 2,
+         ("input.jsonl:2", "surrogate", "fix:")),
+    Case("no step", "clean", clean_args(GOOD), 2, ("no step", "--exact", "fix:")),
+    Case("threshold out of range", "clean", clean_args(GOOD, "--fuzzy", "--threshold", "0"), 2,
+         ("--threshold 0", "fix:")),
+    Case("two inputs of one name", "clean",
+         lambda f: clean_args(GOOD, "--exact")(f) + ["--input", str(jsonl(f, GOOD)), str(jsonl(Path(
+             os.makedirs(f / "twin", exist_ok=True) or f / "twin"), GOOD))], 2, ("input.jsonl", "rename", "fix:")),
+    Case("output folder is a file", "clean",
+         lambda f: ["--input", str(jsonl(f, GOOD)), "--output-dir", str(jsonl(f, "", "a_file")), "--exact"], 2,
+         ("a_file", "fix:")),
+]
+
 CORPUS = [
     Case("no code", "corpus", lambda f: ["--out", str(f.parent / "out"), "--code-mb", "0"], 2, ("--code-mb",)),
     Case("output is a file", "corpus", lambda f: ["--out", str(jsonl(f, "", "a_file") / "raw"), "--code-mb", "0.01"],
@@ -223,7 +253,7 @@ RUNS = [
     Case("grid is a list", "runs", grid("- 1\n- 2\n"), 2, ("grid.yaml", "mapping")),
 ]
 
-CASES = PREPROCESS + CORPUS + TOKENIZERS + RUNS
+CASES = PREPROCESS + CLEAN + CORPUS + TOKENIZERS + RUNS
 
 
 def run_module(module: str, args: list[str], workdir: Path) -> subprocess.CompletedProcess:
