@@ -76,8 +76,11 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     tasks = [RangeTask(t.input_index, t.path, t.start, t.end, k) for k, t in enumerate(tasks)]
     run = _Run(settings, tasks, names, out, progress)
     started = time.perf_counter()
-    with engine_for(engine, workers, ray_address) as runner:
-        report = run.execute(runner)
+    try:
+        with engine_for(engine, workers, ray_address) as runner:
+            report = run.execute(runner)
+    finally:  # once every worker has stopped: none can write a part after this
+        run.remove_temporaries()
     report.update(engine=engine, workers=workers, parts=len(tasks), seconds_total=time.perf_counter() - started)
     _replace(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
@@ -141,12 +144,11 @@ class _Run:
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
 
-    def execute(self, runner) -> dict:
-        try:
-            return self._execute(runner)
-        finally:
-            for path in self.temporaries:
-                path.unlink(missing_ok=True)
+    def remove_temporaries(self) -> None:
+        """Remove every file this run wrote under a temporary name, workers' unfinished parts included."""
+        for path in self.temporaries:
+            for written in path.parent.glob(f"{path.name}*"):
+                written.unlink(missing_ok=True)
 
     def _pass(self, runner, name: str, jobs: list[tuple], documents: int | None = None) -> list:
         """Run one pass over every range, with a progress bar in bytes; its time goes in the report."""
@@ -160,7 +162,8 @@ class _Run:
         check_signals()
         return results
 
-    def _execute(self, runner) -> dict:
+    def execute(self, runner) -> dict:
+        """Every pass and decision, then the outputs moved into place; the report."""
         settings, tasks = self.settings, self.tasks
         scans = self._pass(runner, "scan", [(scan, task, settings) for task in tasks])
         documents, offsets = self._documents(scans)
@@ -298,8 +301,7 @@ class _Run:
         """Write every range's kept records into a part file, then join each input's parts in order."""
         masks = self._masks(documents, offsets)
         parts = [self.out / f".{self.names[task.input_index]}.part{task.index}.tmp-{os.getpid()}" for task in self.tasks]
-        self.temporaries.extend(parts)
-        self.temporaries.extend(Path(f"{part}.w{os.getpid()}") for part in parts)
+        self.temporaries.extend(parts)  # and each worker's `{part}.w{pid}` while it writes
         self._pass(runner, "write", [(write_part, task, self.settings, mask, repeated, str(part))
                                      for task, mask, part in zip(self.tasks, masks, parts)], int(documents.alive().sum()))
         for index, name in enumerate(self.names):

@@ -238,3 +238,24 @@ def test_after_a_kill_during_conversion_a_rerun_clears_the_intermediate_dataset(
                             "--format", layout], cwd=ROOT, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", *made]
+
+
+def test_sigterm_during_clean_leaves_no_file(big_input, tmp_path):
+    """`helpers.clean` stopped while it writes its parts: exit 143, one line, no file in its folder, and
+    every worker gone."""
+    out = tmp_path / "clean"
+    command = [sys.executable, "-m", "helpers.clean", "--input", str(big_input), "--output-dir", str(out),
+               "--normalize", "--exact", "--lines", "--workers", "2", "--parts", "4", "--no-progress"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not (out.exists() and temporaries(out)):
+        assert process.poll() is None, f"the run ended before it could be stopped: {process.stderr.read()}"
+        assert time.monotonic() < deadline, "no part file appeared"
+        time.sleep(0.005)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=WAIT_SECONDS)
+    assert process.returncode == 143, stderr
+    assert stderr.strip() == "terminated"
+    assert group_ended(process.pid)
+    assert sorted(p.name for p in out.iterdir()) == []
