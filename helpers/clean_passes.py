@@ -201,7 +201,7 @@ def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, re
                     line = raw.rstrip(b"\r\n") + b"\n"
                 else:
                     record[settings.text_key] = new_text
-                    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+                    line = _serialised(record)
                 out.write(line)
                 written += 1
                 size += len(line)
@@ -210,3 +210,12 @@ def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, re
         Path(temporary).unlink(missing_ok=True)
         raise
     return written, size
+
+
+def _serialised(record: dict) -> bytes:
+    """A record as one JSONL line: UTF-8 as written, or, where another field holds a lone surrogate
+    (which only the text field is checked for), with every non-ASCII character escaped, which keeps it."""
+    try:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record) + "\n").encode("ascii")

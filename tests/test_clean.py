@@ -173,3 +173,10 @@ def test_cli_prints_a_summary(corpus, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "b.jsonl: 5 records -> 3 kept (read -0, exact -1, fuzzy -1)" in result.stdout
     assert "documents/s" in result.stdout
+
+
+def test_a_lone_surrogate_in_another_field_survives_a_changed_text(tmp_path):
+    source = _write(tmp_path / "s.jsonl", ['{"id": "s", "note": "\\ud800", "text": "tab\\tand\\u0000nul"}'])
+    clean([source], tmp_path / "out", normalize=True, progress=False)
+    line = (tmp_path / "out" / "s.jsonl").read_text(encoding="ascii")
+    assert json.loads(line) == {"id": "s", "note": "\ud800", "text": "tab\tandnul"}
