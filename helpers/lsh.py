@@ -13,11 +13,9 @@ doing it in numpy over a signature matrix avoids building one Python object per 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from itertools import combinations
 
 import numpy as np
-import xxhash
 
 GRID = np.linspace(0.0, 1.0, 1001)
 
@@ -43,16 +41,21 @@ def choose_bands(threshold: float, num_perm: int) -> tuple[int, int]:
 
 
 def candidate_pairs(signatures: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
-    """Pairs (i, j), i < j, of signature rows equal on every row of at least one band."""
+    """Pairs (i, j), i < j, of signature rows equal on every row of at least one band. Each band's rows
+    are folded into one 64-bit key and the keys sorted, so equal bands sit side by side (two different
+    bands sharing a key is a false candidate, which verification removes)."""
+    factors = (np.arange(1, rows + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
     pairs: set[tuple[int, int]] = set()
     for band in range(bands):
-        block = np.ascontiguousarray(signatures[:, band * rows:(band + 1) * rows])
-        buckets: dict[bytes, list[int]] = defaultdict(list)
-        for index, key in enumerate(block):
-            buckets[xxhash.xxh3_128_digest(key.tobytes())].append(index)
-        for members in buckets.values():
-            if len(members) > 1:
-                pairs.update(combinations(members, 2))
+        block = signatures[:, band * rows:(band + 1) * rows].astype(np.uint64)
+        with np.errstate(over="ignore"):
+            keys = (block * factors).sum(axis=1, dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        sizes = np.diff(np.append(starts, len(keys)))
+        for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
+            pairs.update(combinations(sorted(order[start:start + size].tolist()), 2))
     return pairs
 
 
