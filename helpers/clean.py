@@ -71,9 +71,9 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     names = [path.name for path in paths]
     for name in [*names, REMOVED, REPORT]:
         remove_stale_temporaries(out / name)
-    tasks = [RangeTask(index, str(path.resolve()), start, end, 0)
-             for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
-    tasks = [RangeTask(t.input_index, t.path, t.start, t.end, k) for k, t in enumerate(tasks)]
+    ranges = [(index, path, start, end) for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
+    tasks = [RangeTask(index, str(path.resolve()), start, end, number)
+             for number, (index, path, start, end) in enumerate(ranges)]
     run = _Run(settings, tasks, names, out, progress)
     started = time.perf_counter()
     try:
