@@ -26,6 +26,12 @@ documents EOD cannot mark (see `helpers.formats`). Differences, all on purpose:
   file's. Megatron's tool deals lines round-robin to its partitions instead, which reorders the documents
   unless `--keep-sequential-samples`. A `.gz` input has no byte offsets to cut at: it runs as one
   partition with all the workers, and says so;
+- `--engine ray` runs the P byte ranges as Ray tasks instead, each encoding its range in its own worker
+  process, as many at a time as Ray has CPUs: on a Ray started for the run with `--workers` CPUs (P may
+  exceed it), or on the cluster at `--ray-address HEAD:6379`. The driver merges the parts in input
+  order, so the bytes are the same as the local engine's. On a real cluster the input, the output folder
+  and `data/tokenizers` must be on storage every node sees at the same path, and `helpers` must be
+  installed on every node (`pip install -e '.[ray]'`);
 - a failed, interrupted (Ctrl-C: exit 130) or terminated (SIGTERM: exit 143) run removes every temporary
   file, partitions and worker processes included; one killed outright (SIGKILL) cannot, so the next run
   for the same prefix removes what dead processes left (never the files of a process still running).
@@ -45,12 +51,17 @@ from .indexed import IndexedDataset, remove_stale_temporaries
 from .jsonl import check_json_keys
 from .preprocess_input import check_input, plan_ranges
 from .preprocess_outputs import remove_dataset, write_datasets
-from .preprocess_partitions import preprocess_partitions
+from .preprocess_partitions import preprocess_partitions, run_parts_locally
+from .preprocess_ray import run_parts_on_ray
 from .preprocess_summary import Summary, require_documents
 from .preprocess_workers import RunSettings, encode_range
 from .progress import progress_bar
+from .ray_engine import require_ray
 from .sidecar import FORMAT, tokenizer_identity
 from .tokenizers import load_tokenizer
+
+
+ENGINES = ("local", "ray")
 
 
 def output_prefix(prefix: str | os.PathLike, key: str) -> Path:
@@ -61,14 +72,22 @@ def output_prefix(prefix: str | os.PathLike, key: str) -> Path:
 def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokenizer: str,
                json_keys: tuple[str, ...] = ("text",), workers: int = 1, append_eod: bool = False,
                parse_special_tokens: bool = False, skip_bad_records: bool = False, partitions: int = 1,
-               log_interval: int = 0, progress: bool = True) -> Summary:
+               log_interval: int = 0, progress: bool = True, engine: str = "local",
+               ray_address: str | None = None) -> Summary:
     """Tokenize a JSONL file into one Megatron indexed dataset per key; see the module docstring."""
     input_path = Path(input_path)
     json_keys = check_json_keys(json_keys)
+    if engine not in ENGINES:
+        raise UserError(f"--engine {engine}: no such engine; fix: choose one of {', '.join(ENGINES)}")
     if workers < 1 or partitions < 1:
         raise UserError(f"--workers {workers} --partitions {partitions}: both must be at least 1; "
                         "fix: pass --workers 1 or more (one per CPU core is usual) and --partitions 1 or more")
-    if partitions > workers:
+    if ray_address is not None and engine != "ray":
+        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
+                        "--ray-address")
+    if engine == "ray":
+        require_ray()  # before any work: a run that cannot start says so at once
+    if engine == "local" and partitions > workers:
         raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
                         f"not {workers}; fix: raise --workers or lower --partitions")
     check_input(input_path)
@@ -80,8 +99,9 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
         remove_stale_temporaries(final)
     ranges = plan_ranges(input_path, partitions)
     if partitions > 1 and input_path.suffix == ".gz":
-        print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs as one "
-              f"partition with all {workers} workers", file=sys.stderr)
+        alone = "as one Ray task" if engine == "ray" else f"as one partition with all {workers} workers"
+        print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs {alone}",
+              file=sys.stderr)
 
     def describe(key: str, written: Path) -> dict:
         return sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens)
@@ -90,11 +110,16 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     meter = None
     try:
         meter = _Progress(input_path, progress, log_interval)
-        if len(ranges) == 1:
+        if engine == "ray":
+            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
+                                            run_parts_on_ray(settings, input_path, cuts, parts, meter, ray_address,
+                                                             workers))
+        elif len(ranges) == 1:
             summary = write_datasets(prefixes, settings.dtype, describe, lambda writers: require_documents(
                 encode_range(settings, input_path, ranges[0], writers, workers, meter.report), input_path))
         else:
-            summary = preprocess_partitions(settings, input_path, ranges, prefixes, workers, meter, describe)
+            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
+                                            run_parts_locally(settings, input_path, cuts, parts, workers, meter))
     finally:
         if meter is not None:
             meter.close()
@@ -146,12 +171,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
     parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="encoding processes on this machine; with --engine ray, the CPUs of the Ray it "
+                             "starts here (none with --ray-address)")
     parser.add_argument("--partitions", type=int, default=1,
                         help="cut the input into this many contiguous byte ranges (at line ends), run at the same "
                              "time with the workers shared among them; the output is byte-identical to one pass. "
                              "(Megatron's tool deals lines round-robin, which reorders documents unless "
                              "--keep-sequential-samples.) A .gz input runs as one partition")
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="local: processes on this machine (default); ray: each of the --partitions byte ranges "
+                             "is one Ray task (one encoder each, as many at a time as Ray has CPUs) on a Ray "
+                             "started here for the run with --workers CPUs, or on the cluster at --ray-address; "
+                             "the same bytes either way. "
+                             "On a cluster the input, the output folder and data/tokenizers must be on storage every "
+                             "node sees at the same path, and helpers installed on every node")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="with --engine ray: join the running cluster at this address (HEAD_IP:6379, as "
+                             "`ray start --head` prints it) instead of starting Ray on this machine")
     parser.add_argument("--append-eod", action="store_true", help="append the EOD id to each non-empty document")
     parser.add_argument("--parse-special-tokens", action="store_true",
                         help="turn special-token strings in the text into their ids (what Megatron does)")
@@ -173,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         target = _conversion_prefix(args.output_prefix)
     summary = preprocess(args.input, target, args.tokenizer, tuple(args.json_keys), args.workers,
                          args.append_eod, args.parse_special_tokens, args.skip_bad_records, args.partitions,
-                         args.log_interval, progress=not args.no_progress)
+                         args.log_interval, progress=not args.no_progress, engine=args.engine,
+                         ray_address=args.ray_address)
     if args.format != "megatron":
         summary.outputs = convert_outputs(summary.outputs, args.output_prefix, args.format, args.tokenizer,
                                           args.tokens_per_shard, args.val_fraction, args.shard_dtype, args.input)

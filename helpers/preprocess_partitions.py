@@ -1,6 +1,8 @@
-"""`--partitions P`: the input's byte ranges run at the same time, one process each with its share of
-the workers, into hidden part files that are then merged in input order (the same bytes as one pass).
-A failed, interrupted or terminated run stops every partition, and every part file is removed."""
+"""`--partitions P`: the input's byte ranges run at the same time into hidden part files, which are then
+merged in input order (the same bytes as one pass). Running the parts is an engine's job: here, one local
+process each with its share of the workers (`run_parts_locally`), or Ray tasks (`helpers.preprocess_ray`);
+planning the parts, merging them and removing them are the same for both. A failed, interrupted or
+terminated run stops every part, and every part file is removed."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import signal
 import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
+from typing import Callable
 
 from .errors import UserError
-from .indexed import IndexedWriter, remove_stale_temporaries
+from .indexed import IndexedWriter
 from .preprocess_outputs import remove_dataset, write_datasets
 from .preprocess_summary import Summary, combine_counts, require_documents
 from .preprocess_workers import RunSettings, encode_range, process_context
@@ -19,6 +22,9 @@ from .stop_signals import Terminated, check_signals, die_with_parent, on_signal,
 
 PROGRESS_SECONDS = 0.2  # how often a partitioned run's bar moves
 STOP_SECONDS = 30  # how long a stopped partition gets to clean up before SIGKILL
+
+# An engine: runs every byte range into its part's files (one prefix per key), returns their counts in order.
+RunParts = Callable[[list, list], list]
 
 
 def _part_prefix(final: Path, index: int) -> Path:
@@ -32,15 +38,14 @@ def _workers_per_partition(workers: int, partitions: int) -> list[int]:
     return [workers // partitions + (index < workers % partitions) for index in range(partitions)]
 
 
-def preprocess_partitions(settings: RunSettings, path: Path, ranges: list, prefixes: dict[str, Path],
-                          workers: int, meter, describe) -> Summary:
-    """Run every byte range at the same time into part files, then merge them in order into the outputs:
-    the same documents in the same order as one pass. Part files are removed, whatever happens. `meter`
-    is the run's progress bar (its `report` takes the counts so far); `describe` makes each sidecar."""
+def preprocess_partitions(settings: RunSettings, path: Path, ranges: list, prefixes: dict[str, Path], describe,
+                          run_parts: RunParts) -> Summary:
+    """Run every byte range into part files with `run_parts(ranges, parts)` (an engine), then merge them in
+    order into the outputs: the same documents in the same order as one pass. Part files are removed,
+    whatever happens. `describe` makes each sidecar."""
     parts = [{key: _part_prefix(final, index) for key, final in prefixes.items()} for index in range(len(ranges))]
     try:
-        counts = _run_partitions(settings, path, ranges, parts, _workers_per_partition(workers, len(ranges)),
-                                 meter)
+        counts = run_parts(ranges, parts)
         summary = require_documents(combine_counts(counts, prefixes, settings.dtype), path)
 
         def append_parts(writers: dict[str, IndexedWriter]) -> Summary:
@@ -53,15 +58,28 @@ def preprocess_partitions(settings: RunSettings, path: Path, ranges: list, prefi
     finally:
         for part in parts:
             for part_prefix in part.values():
-                remove_dataset(part_prefix)
-                remove_stale_temporaries(part_prefix)
+                _remove_part(part_prefix)
 
 
-def _run_partitions(settings: RunSettings, path: Path, ranges: list, parts: list[dict], shares: list[int],
-                    meter) -> list[Summary]:
-    """One process per byte range, each with its share of the workers, all at the same time; the bar moves
-    with their shared counters. Returns their counts in range order; any that still run when this ends
-    (an error, Ctrl-C, SIGTERM) are stopped, and remove their own files."""
+def _remove_part(prefix: Path) -> None:
+    """A part's files, finished or not, whichever process wrote them: once the parts have all ended, the
+    run that named them (after its own process) is the only one that can still want them."""
+    remove_dataset(prefix)
+    try:
+        entries = list(os.scandir(prefix.parent))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name.startswith(f"{prefix.name}.") and entry.is_file(follow_symlinks=False):
+            Path(entry.path).unlink(missing_ok=True)
+
+
+def run_parts_locally(settings: RunSettings, path: Path, ranges: list, parts: list[dict], workers: int,
+                      meter) -> list[Summary]:
+    """The local engine: one process per byte range, each with its share of the workers, all at the same
+    time; the bar (`meter`) moves with their shared counters. Returns their counts in range order; any
+    that still run when this ends (an error, Ctrl-C, SIGTERM) are stopped, and remove their own files."""
+    shares = _workers_per_partition(workers, len(ranges))
     context = process_context()
     counters = context.Array("q", 3 * len(ranges), lock=False)  # bytes, documents, tokens per partition
     processes, receivers = [], []

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real corpus (built once, as `make workshop` builds it) and quiet progress bars."""
+"""Shared fixtures: the real corpus (built once, as `make workshop` builds it), one Ray for the whole session,
+and quiet progress bars."""
 
 from __future__ import annotations
 
@@ -18,3 +19,14 @@ def corpus_dir():
 
     build_corpus(RAW_DIR, verbose=False)
     return RAW_DIR
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
+    `--engine ray` runs inside the test process use it instead of starting their own."""
+    pytest.importorskip("ray")
+    from helpers.ray_engine import ray_session
+
+    with ray_session(num_cpus=2):  # ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False), quiet
+        yield
