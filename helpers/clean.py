@@ -66,7 +66,11 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     settings = CleanSettings(normalize, exact, lines, fuzzy, threshold, line_min_count, line_min_chars, ngram,
                              num_perm, 1, text_key, skip_bad_records)
     parts = parts or workers
-    _check_request(paths, out, settings, workers, parts, engine)
+    _check_request(paths, out, settings, workers, parts, engine, ray_address)
+    if engine == "ray":
+        from .ray_engine import require_ray
+
+        require_ray()  # before anything is written: a run that cannot start says so at once
     out.mkdir(parents=True, exist_ok=True)
     names = [path.name for path in paths]
     for name in [*names, REMOVED, REPORT]:
@@ -87,12 +91,15 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
 
 
 def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
-                   engine: str) -> None:
+                   engine: str, ray_address: str | None) -> None:
     """Refuse, before anything is written, what cannot give a sound run."""
     if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
     if engine not in ENGINES:
         raise UserError(f"--engine {engine}: unknown engine; fix: use one of {', '.join(ENGINES)}")
+    if ray_address and engine != "ray":
+        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
+                        "--ray-address")
     if workers < 1 or parts < 1:
         raise UserError(f"--workers {workers} --parts {parts}: both must be at least 1; fix: pass 1 or more")
     if not 0.0 < settings.threshold < 1.0:

@@ -25,8 +25,7 @@ def corpus_dir():
 def ray_cluster():
     """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
     `--engine ray` runs inside the test process use it instead of starting their own."""
-    pytest.importorskip("ray")
-    from helpers.ray_engine import ray_session
+    from helpers.ray_engine import ray_session  # ray is in the test extra: a missing one fails, never skips
 
     with ray_session(num_cpus=2):  # ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False), quiet
         yield

@@ -180,3 +180,8 @@ def test_a_lone_surrogate_in_another_field_survives_a_changed_text(tmp_path):
     clean([source], tmp_path / "out", normalize=True, progress=False)
     line = (tmp_path / "out" / "s.jsonl").read_text(encoding="ascii")
     assert json.loads(line) == {"id": "s", "note": "\ud800", "text": "tab\tandnul"}
+
+
+def test_ray_address_needs_the_ray_engine(corpus, tmp_path):
+    with pytest.raises(UserError, match="--ray-address HEAD:6379 is for --engine ray"):
+        clean(corpus, tmp_path / "out", exact=True, ray_address="HEAD:6379", progress=False)
