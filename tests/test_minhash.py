@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
-
 from helpers.lsh import candidate_pairs, candidate_probability, choose_bands, duplicate_groups, verified_pairs
-from helpers.paths import RAW_DIR
 from helpers.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
 
 NUM_PERM = 128
@@ -52,9 +49,8 @@ def test_rensa_estimates_are_as_close_to_exact_jaccard_as_datasketch():
     assert ours_error.mean() < 1.5 * reference_error.mean() + 0.01
 
 
-@pytest.mark.skipif(not (RAW_DIR / "code.jsonl").exists(), reason="the corpus is built by notebook 00 / make corpus")
-def test_estimates_on_sampled_pairs_of_the_real_corpus():
-    texts = [json.loads(line)["text"] for line in (RAW_DIR / "code.jsonl").open(encoding="utf-8")][:60]
+def test_estimates_on_sampled_pairs_of_the_real_corpus(corpus_dir):
+    texts = [json.loads(line)["text"] for line in (corpus_dir / "code.jsonl").open(encoding="utf-8")][:60]
     rows, _ = signatures(texts, 5, NUM_PERM)
     rng = np.random.default_rng(1)
     pairs = [tuple(rng.choice(len(texts), 2, replace=False)) for _ in range(40)]
