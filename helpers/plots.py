@@ -196,3 +196,101 @@ def document_length_panels(lengths_by_domain: Mapping[str, Sequence[int]], unit:
     fig.suptitle("How long are the documents in each domain?")
     fig.tight_layout()
     return fig
+
+
+def _axes(ax, figsize):
+    """The Axes to draw on: the one given, or one of a new figure."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def removed_shares(shares: Mapping[str, Mapping[str, float]], title: str, ax=None):
+    """Share of each domain's bytes that each cleaning step removed: bars grouped by domain, one colour per
+    step, each labelled, on a log axis (shares span orders of magnitude); a step that removed nothing has no bar."""
+    ax = _axes(ax, (8, 4))
+    domains = list(shares)
+    steps = list(next(iter(shares.values())))
+    width = 0.8 / len(steps)
+    positive = [v for d in domains for v in shares[d].values() if v > 0]
+    for i, step in enumerate(steps):
+        values = np.array([shares[d][step] for d in domains], dtype=float)
+        x = np.arange(len(domains)) + (i - (len(steps) - 1) / 2) * width
+        shown = values > 0
+        drawn = ax.bar(x[shown], values[shown], width, color=plt.get_cmap("tab10")(i))
+        ax.bar_label(drawn, labels=[f"{v:.2g}%" for v in values[shown] * 100], fontsize=7, padding=2)
+    ax.set_yscale("log")
+    ax.set_ylim(min(positive, default=1e-5) / 3, max(positive, default=1e-3) * 8)
+    ax.set_xlim(-0.5, len(domains) - 0.5)
+    ax.set_xticks(np.arange(len(domains)), domains)
+    ax.set_ylabel("share of the domain's bytes removed (log scale)")
+    ax.set_title(title)
+    ax.text(0.01, 0.98, "no bar: the step removed nothing", transform=ax.transAxes, va="top", fontsize=8, color="grey")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=plt.get_cmap("tab10")(i)) for i in range(len(steps))]
+    ax.legend(handles, steps, title="step", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def lsh_s_curve(threshold: float, settings: Mapping[str, tuple[int, int]], title: str, ax=None):
+    """Chance that two documents of a given Jaccard similarity become LSH candidates, 1 - (1 - s^r)^b, for
+    each (bands, rows) setting, with the threshold marked."""
+    from .lsh import candidate_probability
+
+    ax = _axes(ax, (7, 4))
+    grid = np.linspace(0, 1, 501)
+    for k, (label, (bands, rows)) in enumerate(settings.items()):
+        ax.plot(grid, candidate_probability(grid, bands, rows), color=plt.get_cmap("tab10")(k),
+                linewidth=2.2 if k == 0 else 1.2, linestyle="-" if k == 0 else "--",
+                label=f"{label}: {bands} bands x {rows} rows")
+    ax.axvline(threshold, color="black", linestyle=":", linewidth=1, label=f"threshold {threshold:g}")
+    ax.set_xlabel("Jaccard similarity of two documents")
+    ax.set_ylabel("probability of becoming a candidate pair")
+    ax.set_title(title)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def estimate_vs_exact(exact: Sequence[float], estimates: Mapping[str, Sequence[float]], num_perm: int, title: str,
+                      ax=None):
+    """MinHash estimates against exact Jaccard, one marker per estimator, with the diagonal and the band of
+    two standard errors, 2 * sqrt(J (1 - J) / num_perm), that an unbiased estimate stays inside."""
+    ax = _axes(ax, (5.5, 5))
+    grid = np.linspace(0, 1, 201)
+    spread = 2 * np.sqrt(grid * (1 - grid) / num_perm)
+    ax.fill_between(grid, grid - spread, grid + spread, color="grey", alpha=0.2,
+                    label=f"±2 standard errors ({num_perm} permutations)")
+    ax.plot(grid, grid, color="black", linewidth=1, label="estimate = exact")
+    for k, (label, values) in enumerate(estimates.items()):
+        ax.scatter(exact, values, s=14, alpha=0.7, marker="ox+"[k % 3], color=plt.get_cmap("tab10")(k), label=label)
+    ax.set_xlabel("exact Jaccard similarity (word 5-gram sets)")
+    ax.set_ylabel("MinHash estimate")
+    ax.set_title(title)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def similarity_by_ngram(ngrams: Sequence[int], similarities: Mapping[str, Sequence[float]], threshold: float,
+                        title: str, ax=None):
+    """Jaccard similarity of one pair of texts as the shingle size grows, one line per way of preparing the
+    texts, with a dedup threshold drawn across."""
+    ax = _axes(ax, (7, 3.8))
+    for label, values in similarities.items():
+        ax.plot(ngrams, values, marker="o", label=label)
+    ax.axhline(threshold, color="tab:red", linestyle="--", linewidth=1, label=f"dedup threshold {threshold:g}")
+    ax.set_xticks(list(ngrams))
+    ax.set_xlabel("shingle size n (words)")
+    ax.set_ylabel("Jaccard similarity")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure

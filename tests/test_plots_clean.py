@@ -1,0 +1,89 @@
+"""The cleaning figures of notebook 07: each draws on the Axes it is given, labelled, one idea each."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers import plots  # noqa: E402
+from helpers.lsh import candidate_probability  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def ax():
+    return plt.subplots()[1]
+
+
+def test_removed_shares_draws_one_bar_per_nonzero_step_with_its_percentage(ax):
+    shares = {"literature": {"exact": 0.0, "lines": 0.0},
+              "docs": {"exact": 0.0013, "lines": 0.0},
+              "code": {"exact": 0.00002, "lines": 0.0004}}
+    figure = plots.removed_shares(shares, "removed per step", ax=ax)
+    assert figure is ax.figure and ax.get_title() == "removed per step"
+    assert ax.get_yscale() == "log" and "bytes removed" in ax.get_ylabel()
+    heights = sorted(patch.get_height() for patch in ax.patches)
+    assert heights == pytest.approx([0.00002, 0.0004, 0.0013])  # a step that removed nothing has no bar
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["literature", "docs", "code"]
+    labels = {text.get_text() for text in ax.texts}
+    assert {"0.13%", "0.04%", "0.002%"} <= labels
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["exact", "lines"]
+
+
+def test_removed_shares_with_nothing_removed_still_draws(ax):
+    plots.removed_shares({"literature": {"exact": 0.0}}, "nothing", ax=ax)
+    assert not ax.patches and [t.get_text() for t in ax.get_legend().get_texts()] == ["exact"]
+
+
+def test_lsh_s_curve_draws_each_setting_and_marks_the_threshold(ax):
+    settings = {"ours": (9, 13), "datatrove": (14, 8)}
+    plots.lsh_s_curve(0.8, settings, "S-curve", ax=ax)
+    curves, threshold = ax.lines[:2], ax.lines[2]
+    assert [line.get_label() for line in curves] == ["ours: 9 bands x 13 rows", "datatrove: 14 bands x 8 rows"]
+    for line, (bands, rows) in zip(curves, settings.values()):
+        x, y = line.get_data()
+        assert np.allclose(y, candidate_probability(x, bands, rows))
+        assert np.all(np.diff(y) >= 0)  # more similar, more likely a candidate
+    assert set(threshold.get_xdata()) == {0.8} and threshold.get_label() == "threshold 0.8"
+    assert "Jaccard" in ax.get_xlabel() and "candidate" in ax.get_ylabel() and ax.get_title() == "S-curve"
+
+
+def test_estimate_vs_exact_draws_the_diagonal_the_band_and_one_scatter_per_estimator(ax):
+    exact = np.array([0.0, 0.25, 0.5, 0.9])
+    estimates = {"rensa": exact + 0.01, "datasketch": exact - 0.01}
+    plots.estimate_vs_exact(exact, estimates, 128, "estimates", ax=ax)
+    diagonal = next(line for line in ax.lines if line.get_label() == "estimate = exact")
+    assert np.allclose(*diagonal.get_data())
+    scatters = [c for c in ax.collections if c.get_label() in estimates]
+    assert [c.get_label() for c in scatters] == ["rensa", "datasketch"]
+    assert np.allclose(scatters[0].get_offsets(), np.column_stack([exact, exact + 0.01]))
+    band = next(c for c in ax.collections if "standard errors" in c.get_label())
+    assert "128 permutations" in band.get_label()
+    assert "exact Jaccard" in ax.get_xlabel() and "estimate" in ax.get_ylabel()
+
+
+def test_similarity_by_ngram_draws_one_line_per_preparation_and_the_threshold(ax):
+    similarities = {"as written": [0.37, 0.26, 0.15], "normalised": [0.65, 0.51, 0.39]}
+    plots.similarity_by_ngram([1, 2, 3], similarities, 0.8, "two editions", ax=ax)
+    labelled = {line.get_label(): line for line in ax.lines}
+    assert list(labelled.get("as written").get_ydata()) == similarities["as written"]
+    assert list(labelled["normalised"].get_xdata()) == [1, 2, 3]
+    assert set(labelled["dedup threshold 0.8"].get_ydata()) == {0.8}
+    assert "shingle size" in ax.get_xlabel() and ax.get_ylabel() == "Jaccard similarity"
+
+
+def test_each_figure_makes_its_own_axes_when_none_is_given():
+    figures = [plots.removed_shares({"docs": {"exact": 0.1}}, "t"),
+               plots.lsh_s_curve(0.5, {"x": (4, 4)}, "t"),
+               plots.estimate_vs_exact([0.5], {"x": [0.5]}, 64, "t"),
+               plots.similarity_by_ngram([1], {"x": [0.5]}, 0.8, "t")]
+    assert all(len(figure.axes) == 1 for figure in figures) and len({id(f) for f in figures}) == 4
