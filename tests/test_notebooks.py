@@ -124,3 +124,23 @@ def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(tmp_path, corpus_dir
     assert m["real_eval_loss"] < m["synthetic_eval_loss"]
     assert m["ln_vocab"] == pytest.approx(8.318, abs=1e-3)  # ln 4096: the vocabulary came from the sidecar
     assert (tmp_path / "runs" / "real.csv").exists() and (tmp_path / "runs" / "synthetic.csv").exists()
+
+
+def test_07_cleaning_measures_duplication_and_its_effect_on_the_blend(tmp_path, corpus_dir):
+    parameters = {"run_dir": str(tmp_path / "clean"), "run_ray": False, "sample_pairs": 60}
+    entry = run_notebook(_notebook("07_cleaning_dedup_scaling"), tmp_path / "07.ipynb", parameters)
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["removed_documents"] == 2  # one exact copy in docs, one in code; nothing near-duplicate at 0.8
+    assert m["removed_fraction.exact.docs"] == pytest.approx(1 / 79, abs=1e-6)
+    assert m["removed_fraction.exact.code"] == pytest.approx(1 / 192, abs=1e-6)
+    assert m["removed_fraction.fuzzy.literature"] == m["removed_fraction.fuzzy.docs"] == 0
+    assert 0.5 < m["nearest_pair_jaccard"] < 0.8
+    assert m["minhash_mean_abs_error"] < 0.02
+    assert m["contained_bytes_fraction.docs"] > 0.1 > m["contained_bytes_fraction.code"]
+    assert 0.4 < m["folio_bytes_fraction"] < 0.55 and m["edition_jaccard_5gram"] < 0.1
+    assert m["reads_per_token.one_edition.literature"] > 1.8 * m["reads_per_token.raw.literature"]
+    assert m["tokens_removed_fraction.docs"] < 0.01
+    assert m["modules_missing_an_import"] > 0  # --lines deletes imports from code
+    assert m["precision.strict.0.15"] < m["precision.broad.0.15"]
+    assert (tmp_path / "clean" / "report.json").exists() and not (tmp_path / "clean" / "ray").exists()
