@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import contextmanager
+from multiprocessing import get_context
 from typing import Callable, Iterator, Sequence
 
 from .errors import UserError
@@ -22,11 +23,24 @@ def call(job: tuple) -> object:
     return function(*arguments)
 
 
-def _start_worker(parent_pid: int) -> None:
-    """A local pool worker: Ctrl-C and SIGTERM are its parent's to handle, and it dies with its parent."""
+def _start_worker() -> None:
+    """A local pool worker: Ctrl-C and SIGTERM are the run's to handle, and it dies with the process that
+    forked it (the fork server, which ends with the run)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent(parent_pid, signal.SIGKILL)
+    die_with_parent(os.getppid(), signal.SIGKILL)
+
+
+def _worker_context():
+    """Workers forked from a fork server, not from this process: rensa's thread pool, once started here (a
+    notebook that computed signatures, a run with one worker), would be copied into a fork without its
+    threads, and the first signature computed there would wait for them for ever. The fork server has
+    imported the passes, so a worker still starts in milliseconds."""
+    context = process_context()
+    if context.get_start_method() == "fork":
+        context = get_context("forkserver")
+        context.set_forkserver_preload(["helpers.clean_passes"])
+    return context
 
 
 class LocalEngine:
@@ -40,7 +54,7 @@ class LocalEngine:
     def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
         if self.workers > 1 and self.pool is None:
             with signals_held():
-                self.pool = process_context().Pool(self.workers, initializer=_start_worker, initargs=(os.getpid(),))
+                self.pool = _worker_context().Pool(self.workers, initializer=_start_worker)
         results = []
         for index, result in enumerate(self.pool.imap(call, jobs) if self.pool else map(call, jobs)):
             results.append(result)

@@ -44,7 +44,8 @@ class Documents:
 
 
 def step_table(documents: Documents, names: list[str], bad_counts: list[int], steps: list[str]) -> list[dict]:
-    """Per input: for reading and each step run, documents and bytes in, removed, and out."""
+    """Per input: for reading and each step run, documents and bytes in, removed (whole records), trimmed
+    (cut from records kept: normalising, repeated lines) and out."""
     stage_bytes = {"read": documents.raw_bytes, "normalize": documents.bytes_after_normalize,
                    "exact": documents.bytes_after_normalize, "lines": documents.bytes_after_lines,
                    "fuzzy": documents.bytes_after_lines}
@@ -59,9 +60,12 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], st
             removed = mine & (documents.removed_by == STEP_CODE[step])
             after = alive & ~removed
             current = stage_bytes[step]
-            rows.append({"step": step, "documents_in": int(alive.sum()), "bytes_in": int(previous[alive].sum()),
-                         "removed": int(removed.sum()), "bytes_removed": int(previous[removed].sum()),
-                         "documents_out": int(after.sum()), "bytes_out": int(current[after].sum())})
+            bytes_in, bytes_removed, bytes_out = (int(previous[alive].sum()), int(previous[removed].sum()),
+                                                  int(current[after].sum()))
+            rows.append({"step": step, "documents_in": int(alive.sum()), "bytes_in": bytes_in,
+                         "removed": int(removed.sum()), "bytes_removed": bytes_removed,
+                         "bytes_trimmed": bytes_in - bytes_removed - bytes_out,  # cut from records it kept
+                         "documents_out": int(after.sum()), "bytes_out": bytes_out})
             alive, previous = after, current
         table.append({"file": name, "steps": rows})
     return table

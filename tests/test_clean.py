@@ -101,6 +101,9 @@ def test_report_counts_documents_and_bytes_per_step(corpus, tmp_path):
         assert after["documents_in"] == before["documents_out"] and after["bytes_in"] == before["bytes_out"]
     for row in report["inputs"][1]["steps"][1:]:
         assert row["documents_out"] == row["documents_in"] - row["removed"]
+        assert row["bytes_out"] == row["bytes_in"] - row["bytes_removed"] - row["bytes_trimmed"]
+    assert steps["normalize"]["bytes_trimmed"] > 0 and steps["lines"]["bytes_trimmed"] > 0
+    assert steps["exact"]["bytes_trimmed"] == steps["fuzzy"]["bytes_trimmed"] == 0
     assert report["blank_lines"] == 1
     assert json.loads((tmp_path / "out" / "report.json").read_text())["inputs"] == report["inputs"]
     removed = _read(tmp_path / "out" / "removed.jsonl")
@@ -185,3 +188,16 @@ def test_a_lone_surrogate_in_another_field_survives_a_changed_text(tmp_path):
 def test_ray_address_needs_the_ray_engine(corpus, tmp_path):
     with pytest.raises(UserError, match="--ray-address HEAD:6379 is for --engine ray"):
         clean(corpus, tmp_path / "out", exact=True, ray_address="HEAD:6379", progress=False)
+
+
+def test_workers_start_clean_after_rensa_ran_in_this_process(corpus_dir, tmp_path):
+    """rensa's thread pool, started in this process by a large batch, must not reach the workers: a forked
+    copy of it has no threads, and the next large batch there waited for them for ever."""
+    literature = str(corpus_dir / "literature.jsonl")
+    result = subprocess.run([sys.executable, "-c", (
+        "import json; from helpers.shingles import signatures; from helpers.clean import clean\n"
+        f"signatures([json.loads(line)['text'] for line in open({literature!r})])\n"
+        f"clean([{literature!r}], {str(tmp_path / 'out')!r}, fuzzy=True, workers=2, parts=2, progress=False)\n")],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "literature.jsonl").exists()
