@@ -51,10 +51,15 @@ class LocalEngine:
     def __init__(self, workers: int):
         self.workers, self.pool = workers, None
 
-    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+    def start(self) -> None:
+        """Start the worker processes (none with one worker), each ready to run a pass."""
         if self.workers > 1 and self.pool is None:
             with signals_held():
                 self.pool = _worker_context().Pool(self.workers, initializer=_start_worker)
+            self.pool.map(call, [(os.getpid,)] * self.workers, chunksize=1)  # wait until they are up
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        self.start()
         results = []
         for index, result in enumerate(self.pool.imap(call, jobs) if self.pool else map(call, jobs)):
             results.append(result)
@@ -91,6 +96,7 @@ def engine_for(name: str, workers: int, ray_address: str | None = None) -> Itera
     if name == "local":
         engine = LocalEngine(workers)
         try:
+            engine.start()
             yield engine
         finally:
             engine.close()

@@ -140,11 +140,12 @@ def count_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray) -
     return unique, counts.astype(np.int64)
 
 
-def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset) -> tuple[str, int]:
+def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset, wanted: frozenset = frozenset(),
+                 found: dict | None = None) -> tuple[str, int]:
     """A kept document's text as written out: normalised (`--normalize`), repeated lines dropped
-    (`--lines`); and the number of lines dropped."""
+    (`--lines`); and the number of lines dropped. Lines in `wanted` are noted in `found`."""
     base = _base_text(text, settings)
-    return drop_lines(base, repeated, settings.line_min_chars) if settings.lines else (base, 0)
+    return drop_lines(base, repeated, settings.line_min_chars, wanted, found) if settings.lines else (base, 0)
 
 
 def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
@@ -157,11 +158,9 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
     for position, (_, _, _, record) in enumerate(_records(task, settings)):
         if removed[position]:
             continue
-        text, dropped[position] = cleaned_text(record[settings.text_key], settings, repeated)
+        text, dropped[position] = cleaned_text(record[settings.text_key], settings, repeated, wanted, line_texts)
         after[position] = len(text.encode("utf-8"))
         emptied[position] = dropped[position] > 0 and is_empty(text)
-        if wanted:
-            _note_lines(record[settings.text_key], settings, wanted, line_texts)
         if settings.fuzzy and not emptied[position]:
             rows.append(position), texts.append(text)
     matrix = np.zeros((0, settings.num_perm), np.uint32)
@@ -170,16 +169,6 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
         has_shingles = shingles > 0
         rows, matrix = [row for row, keep in zip(rows, has_shingles) if keep], matrix[has_shingles]
     return Applied(after, dropped, emptied, np.array(rows, np.int64), matrix, line_texts)
-
-
-def _note_lines(text: str, settings: CleanSettings, wanted: frozenset, found: dict) -> None:
-    """Remember the first text seen for each wanted line key."""
-    from .clean_text import line_key
-
-    for line in _base_text(text, settings).split("\n"):
-        key = line_key(line, settings.line_min_chars)
-        if key in wanted and key not in found:
-            found[key] = line.strip()
 
 
 def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,

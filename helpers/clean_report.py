@@ -110,6 +110,7 @@ def summary_lines(report: dict) -> list[str]:
         out.append(f"{item['file']}: {item['steps'][0]['documents_in']:,} records -> {last['documents_out']:,} "
                    f"kept ({', '.join(parts)})")
     for name, seconds in report["seconds"].items():
-        out.append(f"pass {name:<10} {seconds:7.2f} s  {report['documents_per_second'][name]:>12,.0f} documents/s")
+        rate = report["documents_per_second"].get(name)
+        out.append(f"{name:<17} {seconds:7.2f} s" + (f"  {rate:>12,.0f} documents/s" if rate is not None else ""))
     out.append(f"wrote {report['output_dir']}: kept records, removed.jsonl ({report['removed']:,} lines), report.json")
     return out

@@ -61,13 +61,18 @@ def line_keys(text: str, min_chars: int = LINE_MIN_CHARS) -> set[int]:
     return keys
 
 
-def drop_lines(text: str, repeated: set[int] | frozenset[int], min_chars: int = LINE_MIN_CHARS) -> tuple[str, int]:
-    """The text without the lines whose key is in `repeated`, and how many lines went."""
-    if not repeated:
+def drop_lines(text: str, repeated: set[int] | frozenset[int], min_chars: int = LINE_MIN_CHARS,
+               wanted: frozenset[int] = frozenset(), found: dict | None = None) -> tuple[str, int]:
+    """The text without the lines whose key is in `repeated`, and how many lines went. On the way, the
+    first text seen of each line whose key is in `wanted` goes into `found` (for a report)."""
+    if not repeated and not wanted:
         return text, 0
     kept, dropped = [], 0
     for line in text.split("\n"):
-        if line_key(line, min_chars) in repeated:
+        key = line_key(line, min_chars)
+        if key is not None and key in wanted and key not in found:
+            found[key] = line.strip()
+        if key is not None and key in repeated:
             dropped += 1
         else:
             kept.append(line)
