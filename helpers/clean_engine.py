@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Callable, Iterator, Sequence
@@ -25,19 +26,19 @@ def call(job: tuple) -> object:
 
 def _start_worker() -> None:
     """A local pool worker: Ctrl-C and SIGTERM are the run's to handle, and it dies with the process that
-    forked it (the fork server, which ends with the run)."""
+    forked it (this one, or the fork server, which ends with this one)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent(os.getppid(), signal.SIGKILL)
 
 
 def _worker_context():
-    """Workers forked from a fork server, not from this process: rensa's thread pool, once started here (a
-    notebook that computed signatures, a run with one worker), would be copied into a fork without its
-    threads, and the first signature computed there would wait for them for ever. The fork server has
-    imported the passes, so a worker still starts in milliseconds."""
+    """How workers start: forked from this process (quick), unless rensa has been loaded here (a notebook
+    that computed signatures, a run with one worker). Its thread pool, once started, would be copied into a
+    fork without its threads, and the first signature computed there would wait for them for ever; then
+    workers come from a fork server, a clean process that has imported the passes (about half a second)."""
     context = process_context()
-    if context.get_start_method() == "fork":
+    if context.get_start_method() == "fork" and "rensa" in sys.modules:
         context = get_context("forkserver")
         context.set_forkserver_preload(["helpers.clean_passes"])
     return context
