@@ -31,20 +31,15 @@ sys.path.insert(0, str(ROOT))
 from helpers.corpus import corpus_paths  # noqa: E402
 from helpers.paths import RAW_DIR  # noqa: E402
 from helpers.shingles import signatures  # noqa: E402
+from preprocess_throughput import timed as preprocess_timed  # noqa: E402  (this folder is on the path)
 
 STEP_FLAGS = {"normalize": ["--normalize"], "exact": ["--exact"], "lines": ["--lines"], "fuzzy": ["--fuzzy"],
               "exact + lines": ["--exact", "--lines"]}
 
 
 def timed(command: list[str], repeats: int) -> float:
-    """The median wall time of `repeats` runs of a whole command."""
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+    """The median wall time of `repeats` runs of a whole command, run with this checkout on its path."""
+    return preprocess_timed(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, repeats=repeats)
 
 
 def outputs_digest(folder: Path) -> str:

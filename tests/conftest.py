@@ -29,3 +29,29 @@ def ray_cluster():
 
     with ray_session(num_cpus=2):  # ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False), quiet
         yield
+
+
+@pytest.fixture
+def recorded_bars(monkeypatch) -> list:
+    """`helpers.preprocess`'s progress bars, recorded instead of drawn: the list of those made, each with
+    its total, how far it moved, and whether it was closed."""
+    import helpers.preprocess as preprocess_module
+
+    bars = []
+
+    class RecordingBar:
+        def __init__(self, total=None, **kwargs):
+            self.total, self.n, self.closed = total, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def set_postfix(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(preprocess_module, "progress_bar", RecordingBar)
+    return bars

@@ -10,31 +10,13 @@ import sys
 
 import pytest
 
-from helpers import preprocess as preprocess_module
 from helpers import preprocess_outputs
 from helpers.errors import UserError
 from helpers.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
 from helpers.preprocess_input import plan_ranges
 from helpers.sidecar import read_sidecar, sidecar_path
-
-
-def varied_lines(count: int = 60) -> list[bytes]:
-    """Documents of many sizes, with blank lines, empty texts, special-token strings and bad records."""
-    lines = []
-    for i in range(count):
-        if i % 11 == 3:
-            lines.append(b"\n")
-        elif i % 13 == 5:
-            lines.append(b'{"text": "broken"\n')
-        elif i % 17 == 7:
-            lines.append(b'{"body": "no text field"}\n')
-        elif i % 7 == 2:
-            lines.append(json.dumps({"text": "", "title": ""}).encode() + b"\n")
-        else:
-            text = f"document {i}: " + "word " * (i * 37 % 90) + ("<|end_of_text|>" if i % 5 == 0 else "")
-            lines.append(json.dumps({"text": text, "title": f"T{i}"}).encode() + b"\n")
-    return lines
+from jsonl_samples import varied_lines
 
 
 def sha256(path) -> str:
@@ -125,24 +107,8 @@ def test_no_document_in_the_whole_input_is_still_an_error(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.jsonl"]
 
 
-def test_one_progress_bar_for_the_whole_input_reaches_the_end(tmp_path, varied, monkeypatch):
-    bars = []
-
-    class RecordingBar:
-        def __init__(self, total=None, **kwargs):
-            self.total, self.n, self.closed = total, 0, False
-            bars.append(self)
-
-        def update(self, n):
-            self.n += n
-
-        def set_postfix(self, *args, **kwargs):
-            pass
-
-        def close(self):
-            self.closed = True
-
-    monkeypatch.setattr(preprocess_module, "progress_bar", RecordingBar)
+def test_one_progress_bar_for_the_whole_input_reaches_the_end(tmp_path, varied, recorded_bars):
+    bars = recorded_bars
     preprocess(varied, tmp_path / "out", "bytes", workers=2, partitions=2, skip_bad_records=True)
     assert len(bars) == 1
     assert bars[0].total == bars[0].n == varied.stat().st_size and bars[0].closed

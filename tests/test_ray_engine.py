@@ -12,33 +12,17 @@ import sys
 
 import pytest
 
-from helpers import preprocess as preprocess_module
 from helpers.errors import UserError, run_cli
 from helpers.indexed import bin_path, idx_path
 from helpers.preprocess import main, preprocess
 from helpers.preprocess_input import check_input, plan_ranges
 from helpers.ray_engine import ray_map
+from jsonl_samples import varied_lines
 
 KEYS = ("text", "title")
 COUNTS = ("documents", "empty_documents", "tokens", "bytes_read", "bytes_written", "blank_lines",
           "special_documents", "skipped", "first_skipped")
 NO_RAY_MESSAGE = "--engine ray needs the ray package; fix: pip install -e '.[ray]' (or pip install ray)"
-
-
-def mixed_lines(count: int = 90) -> list[bytes]:
-    """Documents of many sizes, with blank lines, empty texts, special-token strings and bad records."""
-    lines = []
-    for i in range(count):
-        if i % 11 == 3:
-            lines.append(b"\n")
-        elif i % 13 == 5:
-            lines.append(b'{"text": "broken"\n')
-        elif i % 7 == 2:
-            lines.append(json.dumps({"text": "", "title": ""}).encode() + b"\n")
-        else:
-            text = f"document {i}: " + "word " * (i * 37 % 90) + ("<|end_of_text|>" if i % 5 == 0 else "")
-            lines.append(json.dumps({"text": text, "title": f"T{i}"}).encode() + b"\n")
-    return lines
 
 
 def good_lines(count: int) -> list[bytes]:
@@ -60,7 +44,7 @@ def local_run(tmp_path_factory):
     """The input, and what the local engine makes of it in one pass."""
     folder = tmp_path_factory.mktemp("local")
     path = folder / "in.jsonl"
-    path.write_bytes(b"".join(mixed_lines()))
+    path.write_bytes(b"".join(varied_lines(90)))
     return path, run(path, folder / "one", workers=2)
 
 
@@ -101,24 +85,8 @@ def test_the_earliest_bad_record_is_reported_with_its_whole_file_line_and_nothin
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
-def test_one_progress_bar_moves_by_bytes_to_the_end(ray_cluster, local_run, tmp_path, monkeypatch):
-    bars = []
-
-    class RecordingBar:
-        def __init__(self, total=None, **kwargs):
-            self.total, self.n, self.closed = total, 0, False
-            bars.append(self)
-
-        def update(self, n):
-            self.n += n
-
-        def set_postfix(self, *args, **kwargs):
-            pass
-
-        def close(self):
-            self.closed = True
-
-    monkeypatch.setattr(preprocess_module, "progress_bar", RecordingBar)
+def test_one_progress_bar_moves_by_bytes_to_the_end(ray_cluster, local_run, tmp_path, recorded_bars):
+    bars = recorded_bars
     path, _ = local_run
     preprocess(path, tmp_path / "out", "bytes", partitions=3, skip_bad_records=True, engine="ray")
     assert len(bars) == 1
