@@ -41,13 +41,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .clean_engine import ENGINES, engine_for
+from .clean_engine import engine_for
 from .clean_passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
 from .clean_report import STEPS, Documents, removed_lines, step_table, summary_lines
 from .errors import UserError, run_cli
 from .indexed import remove_stale_temporaries
 from .lsh import candidate_pairs, choose_bands, duplicate_groups, verified_pairs
 from .preprocess_input import check_input, plan_ranges
+from .ray_engine import ENGINES
 from .progress import progress_bar
 from .stop_signals import check_signals, signals_held
 

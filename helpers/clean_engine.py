@@ -15,8 +15,6 @@ from .errors import UserError
 from .preprocess_workers import process_context
 from .stop_signals import check_signals, die_with_parent, signals_held
 
-ENGINES = ("local", "ray")
-
 
 def call(job: tuple) -> object:
     """Run one job, `(function, *arguments)`: the one function every engine ships to its workers."""
@@ -91,9 +89,7 @@ class RayEngine:
 
 @contextmanager
 def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator[LocalEngine | RayEngine]:
-    """The engine called `name`, started, and stopped on the way out."""
-    if name not in ENGINES:
-        raise UserError(f"--engine {name}: unknown engine; fix: use one of {', '.join(ENGINES)}")
+    """The engine called `name` (one of `ENGINES`, checked by the caller), started, and stopped on the way out."""
     if name == "local":
         engine = LocalEngine(workers)
         try:

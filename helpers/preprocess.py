@@ -56,12 +56,10 @@ from .preprocess_ray import run_parts_on_ray
 from .preprocess_summary import Summary, require_documents
 from .preprocess_workers import RunSettings, encode_range
 from .progress import progress_bar
-from .ray_engine import require_ray
+from .ray_engine import ENGINES, require_ray
 from .sidecar import FORMAT, tokenizer_identity
 from .tokenizers import load_tokenizer
 
-
-ENGINES = ("local", "ray")
 
 
 def output_prefix(prefix: str | os.PathLike, key: str) -> Path:
