@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Callable, Iterator, Sequence
 
-from .errors import UserError
 from .preprocess_workers import process_context
 from .stop_signals import check_signals, die_with_parent, signals_held
 
