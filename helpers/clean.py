@@ -3,7 +3,7 @@
     python -m helpers.clean --input data/raw/literature.jsonl data/raw/docs.jsonl data/raw/code.jsonl \\
         --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
 
-Writes `OUT/<input name>` (the kept records of each input, in their original order, every field as it
+Writes `OUT/<input name>` (plain JSONL, `.gz` dropped from the name: the kept records of each input, in their original order, every field as it
 was except the text when a step changed it), `OUT/removed.jsonl` (every record that did not make it, with
 the step that removed it and the record it duplicates) and `OUT/report.json` (per input and step,
 documents and bytes in, removed and out). Steps, always in this order:
@@ -73,13 +73,13 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
 
         require_ray()  # before anything is written: a run that cannot start says so at once
     out.mkdir(parents=True, exist_ok=True)
-    names = [path.name for path in paths]
-    for name in [*names, REMOVED, REPORT]:
+    outputs = [output_name(path) for path in paths]
+    for name in [*outputs, REMOVED, REPORT]:
         remove_stale_temporaries(out / name)
     ranges = [(index, path, start, end) for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
     tasks = [RangeTask(index, str(path.resolve()), start, end, number)
              for number, (index, path, start, end) in enumerate(ranges)]
-    run = _Run(settings, tasks, names, out, progress)
+    run = _Run(settings, tasks, [path.name for path in paths], outputs, out, progress)
     started = time.perf_counter()
     try:
         with engine_for(engine, workers, ray_address) as runner:
@@ -116,16 +116,22 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
         raise UserError("no input; fix: name one or more JSONL files with --input")
     for path in paths:
         check_input(path)
-    names = [path.name for path in paths]
+    names = [output_name(path) for path in paths]
     for name in sorted({name for name in names if names.count(name) > 1}):
-        raise UserError(f"two inputs are called {name}, and each output is named after its input; fix: rename one")
+        raise UserError(f"two inputs would both be written as {name} (each output is named after its input); "
+                        "fix: rename one")
     for path in paths:
-        if path.name in (REPORT, REMOVED):
+        if output_name(path) in (REPORT, REMOVED):
             raise UserError(f"{path}: an input may not be called {path.name}, the name of a report; fix: rename it")
-        if (out / path.name).resolve() == path.resolve():
+        if (out / output_name(path)).resolve() == path.resolve():
             raise UserError(f"{path}: --output-dir {out} would overwrite this input; fix: choose another folder")
     if out.exists() and not out.is_dir():
         raise UserError(f"--output-dir {out}: a file, not a folder; fix: name a folder")
+
+
+def output_name(path: Path) -> str:
+    """The name of an input's cleaned output: the input's own, less `.gz` (the output is plain JSONL)."""
+    return path.name[:-len(".gz")] if path.suffix == ".gz" else path.name
 
 
 def _hidden(path: Path) -> Path:
@@ -146,9 +152,10 @@ def _replace(path: Path, text: str) -> None:
 class _Run:
     """One cleaning run: its passes, its decisions between them, and its outputs."""
 
-    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], names: list[str], out: Path,
+    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], names: list[str], outputs: list[str], out: Path,
                  progress: bool):
-        self.settings, self.tasks, self.names, self.out, self.progress = settings, tasks, names, out, progress
+        self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
+        self.names, self.outputs = names, outputs  # the inputs' file names (reports), their outputs' names
         self.seconds: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
@@ -309,11 +316,11 @@ class _Run:
     def _write(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> None:
         """Write every range's kept records into a part file, then join each input's parts in order."""
         masks = self._masks(documents, offsets)
-        parts = [self.out / f".{self.names[task.input_index]}.part{task.index}.tmp-{os.getpid()}" for task in self.tasks]
+        parts = [self.out / f".{self.outputs[task.input_index]}.part{task.index}.tmp-{os.getpid()}" for task in self.tasks]
         self.temporaries.extend(parts)  # and each worker's `{part}.w{pid}` while it writes
         self._pass(runner, "write", [(write_part, task, self.settings, mask, repeated, str(part))
                                      for task, mask, part in zip(self.tasks, masks, parts)], int(documents.alive().sum()))
-        for index, name in enumerate(self.names):
+        for index, name in enumerate(self.outputs):
             joined = _hidden(self.out / name)
             self.temporaries.append(joined)
             with open(joined, "wb") as out:
@@ -333,7 +340,7 @@ class _Run:
             out.writelines(removed)
         check_signals()
         with signals_held():
-            for name in self.names:
+            for name in self.outputs:
                 os.replace(_hidden(self.out / name), self.out / name)
             os.replace(listing, self.out / REMOVED)
 

@@ -163,7 +163,7 @@ def test_refuses_inputs_of_the_same_name_and_writing_over_an_input(corpus, tmp_p
     twin = tmp_path / "other"
     twin.mkdir()
     (twin / "a.jsonl").write_bytes(corpus[0].read_bytes())
-    with pytest.raises(UserError, match="two inputs are called a.jsonl"):
+    with pytest.raises(UserError, match="two inputs would both be written as a.jsonl"):
         clean([corpus[0], twin / "a.jsonl"], tmp_path / "out", exact=True, progress=False)
     with pytest.raises(UserError, match="would overwrite this input"):
         clean([corpus[0]], tmp_path, exact=True, progress=False)
@@ -201,3 +201,19 @@ def test_workers_start_clean_after_rensa_ran_in_this_process(corpus_dir, tmp_pat
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "literature.jsonl").exists()
+
+
+def test_a_gzip_input_gives_what_its_plain_text_gives(corpus, tmp_path):
+    import gzip
+
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    zipped = packed / "b.jsonl.gz"
+    zipped.write_bytes(gzip.compress(corpus[1].read_bytes()))
+    _run([corpus[0], corpus[1]], tmp_path / "plain", workers=2, parts=3)
+    _run([corpus[0], zipped], tmp_path / "zipped", workers=2, parts=3)
+    assert (tmp_path / "zipped" / "b.jsonl").read_bytes() == (tmp_path / "plain" / "b.jsonl").read_bytes()
+    removed = _read(tmp_path / "zipped" / "removed.jsonl")
+    assert {r["file"] for r in removed} == {"b.jsonl.gz"}  # the input, where its line numbers point
+    with pytest.raises(UserError, match="two inputs would both be written as b.jsonl"):
+        _run([corpus[1], zipped], tmp_path / "both")
