@@ -198,13 +198,15 @@ class _Run:
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
                for index in range(len(self.names))]
         removed = removed_lines(documents, self.names, bad)
+        file_bytes = [sum(s.input_bytes for s, task in zip(scans, tasks) if task.input_index == index)
+                      for index in range(len(self.names))]
         steps = [step for step in STEPS if getattr(settings, step)]
         report = {"output_dir": str(self.out), "settings": {
                       "steps": steps, "threshold": settings.threshold, "line_min_count": settings.line_min_count,
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
                       "num_perm": settings.num_perm, "seed": settings.seed, "text_key": settings.text_key,
                       "skip_bad_records": settings.skip_bad_records},
-                  "inputs": step_table(documents, self.names, [len(b) for b in bad], steps),
+                  "inputs": step_table(documents, self.names, [len(b) for b in bad], file_bytes, steps),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": line_report, "fuzzy": fuzzy_report,
                   "seconds": self.seconds, "documents_per_second": self.rates}

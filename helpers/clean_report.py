@@ -43,16 +43,19 @@ class Documents:
         self.removed_by[mask & self.alive()] = STEP_CODE[step]
 
 
-def step_table(documents: Documents, names: list[str], bad_counts: list[int], steps: list[str]) -> list[dict]:
-    """Per input: for reading and each step run, documents and bytes in, removed (whole records), trimmed
-    (cut from records kept: normalising, repeated lines) and out."""
+def step_table(documents: Documents, names: list[str], bad_counts: list[int], file_bytes: list[int],
+               steps: list[str]) -> list[dict]:
+    """Per input: for reading (bytes in: the file's, as read, blank lines and all; out: the texts') and each
+    step run, documents and text bytes in, removed (whole records), trimmed (cut from records kept:
+    normalising, repeated lines) and out."""
     stage_bytes = {"read": documents.raw_bytes, "normalize": documents.bytes_after_normalize,
                    "exact": documents.bytes_after_normalize, "lines": documents.bytes_after_lines,
                    "fuzzy": documents.bytes_after_lines}
     table = []
     for index, name in enumerate(names):
         mine = documents.input_index == index
-        rows = [{"step": "read", "documents_in": int(mine.sum()) + bad_counts[index], "removed": bad_counts[index],
+        rows = [{"step": "read", "documents_in": int(mine.sum()) + bad_counts[index], "bytes_in": file_bytes[index],
+                 "removed": bad_counts[index],
                  "documents_out": int(mine.sum()), "bytes_out": int(documents.raw_bytes[mine].sum())}]
         alive = mine.copy()
         previous = documents.raw_bytes

@@ -95,7 +95,7 @@ def test_report_counts_documents_and_bytes_per_step(corpus, tmp_path):
     report = _run(corpus, tmp_path / "out")
     steps = {row["step"]: row for row in report["inputs"][1]["steps"]}
     assert [row["step"] for row in report["inputs"][1]["steps"]] == ["read", "normalize", "exact", "lines", "fuzzy"]
-    assert steps["read"]["documents_in"] == 5
+    assert steps["read"]["documents_in"] == 5 and steps["read"]["bytes_in"] == corpus[1].stat().st_size
     assert (steps["exact"]["removed"], steps["lines"]["removed"], steps["fuzzy"]["removed"]) == (1, 1, 1)
     for before, after in zip(report["inputs"][1]["steps"][1:], report["inputs"][1]["steps"][2:]):
         assert after["documents_in"] == before["documents_out"] and after["bytes_in"] == before["bytes_out"]
