@@ -352,6 +352,11 @@ class IndexedDataset:
         if offset < 0 or length < 0 or offset + length > size:
             raise IndexError(f"tokens [{offset}, {offset + length}) outside sequence {i} of length {size}")
         start = int(self.sequence_pointers[i]) + offset * self.dtype.itemsize
+        end = start + length * self.dtype.itemsize
+        if start < 0 or end > self.bin_bytes:
+            raise IndexFormatError(f"{bin_path(self.prefix)}: sequence {i} points at bytes [{start}, {end}), outside "
+                                   f"the file's {self.bin_bytes}; fix: the .bin/.idx pair is damaged or from two runs: "
+                                   f"python -m helpers.check {self.prefix} says which, then re-run the preprocessing")
         return np.frombuffer(self._data, dtype=self.dtype, count=length, offset=start)
 
     def __getitem__(self, i):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.errors import UserError
-from helpers.indexed import (DTYPE_CODES, IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path,
+from helpers.indexed import (DTYPE_CODES, HEADER, IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path,
                              fingerprint, merge, optimal_dtype)
 
 with warnings.catch_warnings():
@@ -177,6 +177,21 @@ def test_damaged_index_is_a_one_line_error(tmp_path, damage, message):
     with pytest.raises(IndexFormatError, match=message) as err:
         IndexedDataset(tmp_path / "d")
     assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("pointer", [-4, 10**9])
+def test_a_pointer_outside_the_bin_is_a_one_line_error_when_read(tmp_path, pointer):
+    write_ours(tmp_path / "d", DOCUMENTS, np.int32)
+    path = idx_path(tmp_path / "d")
+    raw = bytearray(path.read_bytes())
+    count = struct.unpack_from("<Q", raw, 18)[0]
+    struct.pack_into("<q", raw, HEADER.size + 4 * count + 8, pointer)  # the second sequence's pointer
+    path.write_bytes(bytes(raw))
+    dataset = IndexedDataset(tmp_path / "d")
+    assert dataset[0].tolist() == list(DOCUMENTS[0])
+    with pytest.raises(IndexFormatError, match="sequence 1 points at bytes") as err:
+        dataset[1]
+    assert str(bin_path(tmp_path / "d")) in str(err.value) and "helpers.check" in str(err.value)
 
 
 def test_missing_files_name_the_prefix(tmp_path):
