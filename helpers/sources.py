@@ -243,12 +243,14 @@ class PackedSource(Source):
         self.seq_length, self.seed, self.strategy, self.eod_id, self.pad_id = seq_length, seed, strategy, eod_id, pad_id
         index = SPLITS.index(split_name)
         self.datasets, self.plans, self.first_sequence = [], [], []
-        for prefix in blend.prefixes:
+        for k, prefix in enumerate(blend.prefixes):
             indexed = IndexedDataset(prefix)
             span = split_ranges(split, len(indexed))[index]
             if span is None or span[1] <= span[0]:
-                raise UserError(f"{prefix}: the {split_name} split of --split {split} holds no document; "
-                                "fix: give it a larger share")
+                if blend.weights is None or blend.weights[k] > 0:
+                    raise UserError(f"{prefix}: the {split_name} split of --split {split} holds no document; "
+                                    "fix: give it a larger share")
+                span = (0, 0)  # weight 0: never drawn, so an empty split is no loss (as in the GPT samples)
             self.datasets.append(indexed)
             self.first_sequence.append(span[0])
             self.plans.append(pack(indexed.sequence_lengths[span[0]:span[1]], seq_length, strategy, overlong="split"))

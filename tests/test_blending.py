@@ -279,6 +279,20 @@ def test_a_weight_zero_prefix_with_an_empty_split_is_left_out(tmp_path):
     assert valid.batch(np.arange(5))["input_ids"].shape == (5, 4)
 
 
+def test_a_weight_zero_prefix_with_an_empty_split_is_left_out_of_packed_rows(tmp_path):
+    from helpers.loader import make_dataloader
+
+    big = tiny_prefix(tmp_path / "big", [5, 7, 3, 9, 4, 4, 4, 4, 4, 4])
+    small = tiny_prefix(tmp_path / "small", [5, 7, 3, 9])  # its 10% validation share is empty
+    loader = make_dataloader(["1", big, "0", small], split="90,10,0", split_name="valid", seq_length=8,
+                             batch_size=2, num_samples=4, packing="best_fit_decreasing", tokenizer="bytes", cache_dir=None)
+    batches = list(loader)
+    assert sum(len(b["input_ids"]) for b in batches) == 4
+    with pytest.raises(UserError, match="valid split of --split 90,10,0 holds no document"):
+        make_dataloader(["1", big, "1", small], split="90,10,0", split_name="valid", seq_length=8, batch_size=2,
+                        num_samples=4, packing="best_fit_decreasing", tokenizer="bytes", cache_dir=None)
+
+
 # Split strings megatron-core reads as written: ours must read them the same, to the last bit.
 SPLITS_READ_AS_WRITTEN = ["969,30,1", "90,10,0", "100", "100,0,0", "1,1", "0,0,1", "98,2", "1.5,1", ".5,.5",
                           "5.,1", "0.969,0.03,0.001", "90, 10, 0", " 98 ,2 ", "007,3", "949/50/1", "1/1"]
