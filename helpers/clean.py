@@ -48,6 +48,7 @@ from .errors import UserError, run_cli
 from .indexed import remove_stale_temporaries
 from .lsh import candidate_pairs, choose_bands, duplicate_groups, verified_pairs
 from .preprocess_input import check_input, plan_ranges
+from .shingles import estimated_jaccard
 from .ray_engine import ENGINES
 from .progress import progress_bar
 from .stop_signals import check_signals, signals_held
@@ -218,7 +219,7 @@ class _Run:
         counts = [len(s.lines) for s in scans]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         total = int(offsets[-1])
-        after_normalize = np.concatenate([s.bytes_after_normalize for s in scans]) if scans else np.zeros(0, np.int64)
+        after_normalize = np.concatenate([s.bytes_after_normalize for s in scans])  # every input has a range
         documents = Documents(
             input_index=np.repeat([task.input_index for task in self.tasks], counts).astype(np.int64),
             lines=np.concatenate([s.lines for s in scans]), places=np.concatenate([s.places for s in scans]),
@@ -256,8 +257,8 @@ class _Run:
         results = self._pass(runner, "lines", [(count_lines, task, self.settings, mask)
                                                for task, mask in zip(self.tasks, masks)],
                              int(documents.alive().sum()))
-        keys = np.concatenate([keys for keys, _ in results]) if results else np.zeros(0, np.uint64)
-        counts = np.concatenate([counts for _, counts in results]) if results else np.zeros(0, np.int64)
+        keys = np.concatenate([keys for keys, _ in results])
+        counts = np.concatenate([counts for _, counts in results])
         unique, where = np.unique(keys, return_inverse=True)
         totals = np.bincount(where.ravel(), weights=counts, minlength=len(unique)).astype(np.int64)
         repeated = frozenset(unique[totals >= self.settings.line_min_count].tolist())
@@ -289,21 +290,19 @@ class _Run:
                                   for key, count in line_report["top"].items()]
             line_report["lines_dropped"] = int(documents.lines_dropped.sum())
         self._signatures = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
-                            np.concatenate([r.signatures for r in results]) if results else None)
+                            np.concatenate([r.signatures for r in results]))
 
     def _fuzzy(self, documents: Documents) -> dict:
         """Group near-duplicates (verified LSH candidates, union-find); all but each group's first go."""
         start = time.perf_counter()
         rows, matrix = self._signatures
-        keep = documents.alive()[rows]
-        rows, matrix = rows[keep], matrix[keep]
         bands, rows_per_band = choose_bands(self.settings.threshold, self.settings.num_perm)
         candidates = candidate_pairs(matrix, bands, rows_per_band)
         verified = verified_pairs(matrix, candidates, self.settings.threshold)
         roots = duplicate_groups(len(rows), verified)
         duplicate = roots != np.arange(len(rows))
         documents.duplicate_of[rows[duplicate]] = rows[roots[duplicate]]
-        documents.similarity[rows[duplicate]] = np.mean(matrix[duplicate] == matrix[roots[duplicate]], axis=1)
+        documents.similarity[rows[duplicate]] = estimated_jaccard(matrix[duplicate], matrix[roots[duplicate]])
         mask = np.zeros(len(documents), bool)
         mask[rows[duplicate]] = True
         documents.remove(mask, "fuzzy")

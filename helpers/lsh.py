@@ -17,6 +17,8 @@ from itertools import combinations
 
 import numpy as np
 
+from .shingles import estimated_jaccard
+
 GRID = np.linspace(0.0, 1.0, 1001)
 
 
@@ -64,7 +66,7 @@ def verified_pairs(signatures: np.ndarray, pairs, threshold: float) -> list[tupl
     if not pairs:
         return []
     ordered = np.array(sorted(pairs), dtype=np.int64)
-    estimates = np.mean(signatures[ordered[:, 0]] == signatures[ordered[:, 1]], axis=1)
+    estimates = estimated_jaccard(signatures[ordered[:, 0]], signatures[ordered[:, 1]])
     return [(int(i), int(j), float(e)) for (i, j), e in zip(ordered, estimates) if e >= threshold]
 
 
