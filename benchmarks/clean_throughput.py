@@ -28,10 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.corpus import corpus_paths  # noqa: E402
-from helpers.paths import RAW_DIR  # noqa: E402
-from helpers.shingles import signatures  # noqa: E402
 from preprocess_throughput import timed as preprocess_timed  # noqa: E402  (this folder is on the path)
+
+from helpers.clean.shingles import signatures  # noqa: E402
+from helpers.common.paths import RAW_DIR  # noqa: E402
+from helpers.corpus.build import corpus_paths  # noqa: E402
 
 STEP_FLAGS = {"normalize": ["--normalize"], "exact": ["--exact"], "lines": ["--lines"], "fuzzy": ["--fuzzy"],
               "exact + lines": ["--exact", "--lines"]}
@@ -84,7 +85,7 @@ def signature_rate(texts: list[str], workers: int, repeats: int) -> float:
 def ray_start_seconds(workers: int) -> float:
     """Seconds to start a local Ray cluster and get one trivial task back, in a fresh process."""
     code = ("import time; t = time.perf_counter()\n"
-            "from helpers.ray_engine import ray_session, ray_map\n"
+            "from helpers.engines.ray_cluster import ray_session, ray_map\n"
             f"with ray_session(None, num_cpus={workers}):\n"
             "    ray_map(abs, [-1])\n"
             "    print(time.perf_counter() - t)\n")

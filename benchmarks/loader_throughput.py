@@ -23,14 +23,13 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from helpers.corpus import corpus_paths  # noqa: E402
-from helpers.loader import make_dataloader  # noqa: E402
-from helpers.paths import RAW_DIR  # noqa: E402
+from helpers.common.paths import RAW_DIR  # noqa: E402
+from helpers.corpus.build import corpus_paths  # noqa: E402
+from helpers.datasets.sidecar import data_facts  # noqa: E402
+from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
-from helpers.sidecar import data_facts  # noqa: E402
 
 
 def corpus_prefix(work: Path) -> str:

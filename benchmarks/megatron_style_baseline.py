@@ -35,7 +35,7 @@ def _load(library: str, tokenizer: str):
 
         hf = AutoTokenizer.from_pretrained(tokenizer)
         return (lambda text: hf.convert_tokens_to_ids(hf.tokenize(text))), hf.eos_token_id, len(hf)
-    from helpers.tokenizers import load_tokenizer
+    from helpers.tokenizers.zoo import load_tokenizer
 
     zoo = load_tokenizer(tokenizer)
     # Hugging Face tokenizers turn special-token strings into special ids: do the same, for the same bytes
@@ -66,7 +66,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="passes over the input; the median is reported")
     args = parser.parse_args()
 
-    from helpers.indexed import IndexedWriter, optimal_dtype
+    from helpers.datasets.indexed import IndexedWriter
+    from helpers.tokenizers.token_dtype import optimal_dtype
 
     _, _, vocabulary = _load(args.library, args.tokenizer)
     dtype = optimal_dtype(vocabulary)

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.packing import pack, plan_metrics  # noqa: E402
+from helpers.loading.packing import pack, plan_metrics  # noqa: E402
 
 
 def python_best_fit_decreasing(lengths: np.ndarray, capacity: int) -> int:

@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.corpus import corpus_paths  # noqa: E402
-from helpers.indexed import IndexedDataset  # noqa: E402
-from helpers.paths import RAW_DIR  # noqa: E402
-from helpers.tokenizers import load_tokenizer  # noqa: E402
+from helpers.common.paths import RAW_DIR  # noqa: E402
+from helpers.corpus.build import corpus_paths  # noqa: E402
+from helpers.datasets.indexed import IndexedDataset  # noqa: E402
+from helpers.tokenizers.zoo import load_tokenizer  # noqa: E402
 
 
 def timed(command: list[str], env: dict | None = None, repeats: int = 1) -> float:

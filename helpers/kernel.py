@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError, run_cli
+from .common.errors import UserError, run_cli
 
 KERNEL_NAME = "pretraining-data"
 KERNEL_DISPLAY_NAME = "Pretraining data (.venv)"

@@ -14,8 +14,8 @@ os.environ.setdefault("HELPERS_HEADLESS", "1")  # explorers print their knobs in
 @pytest.fixture(scope="session")
 def corpus_dir():
     """data/raw with the three domain files, built from the real sources when missing."""
-    from helpers.corpus import build_corpus
-    from helpers.paths import RAW_DIR
+    from helpers.common.paths import RAW_DIR
+    from helpers.corpus.build import build_corpus
 
     build_corpus(RAW_DIR, verbose=False)
     return RAW_DIR
@@ -25,7 +25,7 @@ def corpus_dir():
 def ray_cluster():
     """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
     `--engine ray` runs inside the test process use it instead of starting their own."""
-    from helpers.ray_engine import ray_session  # ray is in the test extra: a missing one fails, never skips
+    from helpers.engines.ray_cluster import ray_session  # ray is in the test extra: a missing one fails, never skips
 
     with ray_session(num_cpus=2):  # ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False), quiet
         yield
@@ -35,7 +35,7 @@ def ray_cluster():
 def recorded_bars(monkeypatch) -> list:
     """`helpers.preprocess`'s progress bars, recorded instead of drawn: the list of those made, each with
     its total, how far it moved, and whether it was closed."""
-    import helpers.preprocess as preprocess_module
+    import helpers.preprocess.command as preprocess_module
 
     bars = []
 

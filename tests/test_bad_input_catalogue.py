@@ -22,8 +22,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers.errors import UserError
-from helpers.indexed import HEADER
+from helpers.common.errors import UserError
+from helpers.datasets.indexed import HEADER
 from helpers.preprocess import preprocess
 
 
@@ -308,7 +308,7 @@ LOADER = [
 
 @pytest.mark.parametrize("name, arguments, says", LOADER, ids=[row[0] for row in LOADER])
 def test_loader_refuses_bad_input_with_one_line(tmp_path, dataset, name, arguments, says):
-    from helpers.loader import make_dataloader
+    from helpers.loading.loader import make_dataloader
 
     with pytest.raises(UserError) as raised:
         make_dataloader(**{"seq_length": 8, "batch_size": 2, "cache_dir": tmp_path / "cache", **arguments(dataset)})
@@ -319,7 +319,7 @@ def test_loader_refuses_bad_input_with_one_line(tmp_path, dataset, name, argumen
 
 
 def test_an_os_error_without_a_path_names_no_made_up_file():
-    from helpers.errors import describe_os_error
+    from helpers.common.errors import describe_os_error
 
     line = describe_os_error(OSError(28, "No space left on device"))
     assert line.startswith("no space left on device; fix:") and "a file" not in line

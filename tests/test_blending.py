@@ -8,12 +8,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers.blending import (blending_indices, build_datasets, load_blend_file, parse_data_path,
-                              sizes_per_dataset)
-from helpers.errors import UserError
-from helpers import gpt_dataset
-from helpers.gpt_dataset import GPTDataset, split_ranges
-from helpers.layout import BATCH_KEYS, IGNORE_INDEX, attention_mask, from_windows, loss_mask
+from helpers.common.errors import UserError
+from helpers.datasets import gpt_dataset
+from helpers.datasets.blending import (
+    blending_indices,
+    build_datasets,
+    load_blend_file,
+    parse_data_path,
+    sizes_per_dataset,
+)
+from helpers.datasets.gpt_dataset import GPTDataset, split_ranges
+from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX, attention_mask, from_windows, loss_mask
 from helpers.preprocess import preprocess
 
 with warnings.catch_warnings():
@@ -22,8 +27,7 @@ with warnings.catch_warnings():
     from megatron.core.datasets import helpers as megatron_helpers
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset as MegatronGPTDataset
-    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig
-    from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, _get_ltor_masks_and_position_ids
     from megatron.core.datasets.utils import get_blend_from_list
 
 EOD = 128001
@@ -209,7 +213,8 @@ def test_a_split_without_sequences_raises_instead_of_hanging(prefixes):
 
 def test_cache_is_keyed_by_the_data_files(prefixes, tmp_path):
     import shutil
-    from helpers.indexed import bin_path, idx_path
+
+    from helpers.datasets.indexed import bin_path, idx_path
 
     copy = tmp_path / "copy"
     for path in (bin_path, idx_path):
@@ -237,7 +242,7 @@ def test_bad_blend_file_names_the_line(tmp_path):
 
 def tiny_prefix(path, lengths):
     """A small int32 dataset whose documents have these lengths (tokens 1, 2, 3, ...)."""
-    from helpers.indexed import IndexedWriter
+    from helpers.datasets.indexed import IndexedWriter
 
     with IndexedWriter(path, np.int32) as writer:
         for n in lengths:
@@ -280,7 +285,7 @@ def test_a_weight_zero_prefix_with_an_empty_split_is_left_out(tmp_path):
 
 
 def test_a_weight_zero_prefix_with_an_empty_split_is_left_out_of_packed_rows(tmp_path):
-    from helpers.loader import make_dataloader
+    from helpers.loading.loader import make_dataloader
 
     big = tiny_prefix(tmp_path / "big", [5, 7, 3, 9, 4, 4, 4, 4, 4, 4])
     small = tiny_prefix(tmp_path / "small", [5, 7, 3, 9])  # its 10% validation share is empty
@@ -307,8 +312,10 @@ SPLITS_MEGATRON_MISREADS = {"-5,10,1": "5,10,1", "90,,10": "90,10", "1e3,1": "1,
 
 def megatron_split(split):
     """megatron-core's reading of a split string: its fractions and book-ends, or None where it refuses."""
-    from megatron.core.datasets.blended_megatron_dataset_config import (convert_split_vector_to_split_matrix,
-                                                                         parse_and_normalize_split)
+    from megatron.core.datasets.blended_megatron_dataset_config import (
+        convert_split_vector_to_split_matrix,
+        parse_and_normalize_split,
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

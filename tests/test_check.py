@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import check
-from helpers.check import check_dataset, main
-from helpers.damage import copy_dataset, set_dtype_code, truncate_bin, write_token
-from helpers.errors import run_cli
-from helpers.indexed import IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path
+from helpers.check import command as check
+from helpers.check.command import check_dataset, main
+from helpers.check.damage import copy_dataset, set_dtype_code, truncate_bin, write_token
+from helpers.common.errors import run_cli
+from helpers.datasets.indexed import IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path
 from helpers.preprocess import preprocess
 
 

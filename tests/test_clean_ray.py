@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.clean import clean
-from helpers.errors import UserError
+from helpers.common.errors import UserError
 
 STEPS = dict(normalize=True, exact=True, lines=True, fuzzy=True, line_min_count=2, progress=False)
 

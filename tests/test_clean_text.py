@@ -1,14 +1,15 @@
-"""Normalisation and line keys of `helpers.clean_text`, and the shingles of `helpers.shingles`."""
+"""Normalisation and line keys of `helpers.clean.text_keys`, and the shingles of `helpers.clean.shingles`."""
 
 from __future__ import annotations
 
 import re
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from helpers import shingles
-from helpers.clean_text import drop_lines, exact_digest, line_key, line_keys, normalize_text
+from helpers.clean import shingles
+from helpers.clean.text_keys import drop_lines, exact_digest, line_key, line_keys, normalize_text
 
 CODE = 'import os\n\n\nclass A:\n    """Doc."""\n\n    def f(self):\n\treturn 1\n'
 

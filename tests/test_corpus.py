@@ -7,9 +7,16 @@ import sys
 
 import pytest
 
-from helpers.corpus import (DOMAINS, build_corpus, corpus_paths, read_jsonl, split_play,
-                            write_jsonl_atomic, DomainStats)
-from helpers.errors import UserError
+from helpers.common.errors import UserError
+from helpers.corpus.build import (
+    DOMAINS,
+    DomainStats,
+    build_corpus,
+    corpus_paths,
+    read_jsonl,
+    split_play,
+    write_jsonl_atomic,
+)
 
 
 def test_corpus_has_three_real_domains_over_ten_megabytes(corpus_dir):
@@ -113,7 +120,7 @@ def test_blank_lines_are_not_records(tmp_path):
 def test_training_and_held_out_texts_are_disjoint_whole_documents(tmp_path):
     import json
 
-    from helpers.corpus import training_and_held_out_texts
+    from helpers.corpus.build import training_and_held_out_texts
 
     path = tmp_path / "d.jsonl"
     texts = [f"document {k} " * (k + 1) for k in range(10)]

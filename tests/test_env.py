@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import env
+from helpers.workshop import env
 
 
 def test_cpu_when_no_gpu(monkeypatch, capsys):
@@ -54,7 +54,7 @@ def test_record_in_a_kernel_shows_nothing_returns_none_and_is_read_back(tmp_path
     """A cell that records three metrics and ends with record(...) keeps three invisible outputs."""
     from nbclient import NotebookClient
 
-    source = ("import numpy as np\nfrom helpers.env import record\n"
+    source = ("import numpy as np\nfrom helpers.workshop.env import record\n"
               "record('a', np.float32(1.5))\nrecord('b', [1, 2])\nrecord('a', 2.5)")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     NotebookClient(notebook, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()

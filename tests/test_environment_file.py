@@ -12,7 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10 has no tomllib; the test extra installs tomli there
     import tomli as tomllib
 
-from helpers.paths import REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 
 # PyPI name -> conda-forge name, where they differ.
 CONDA_NAMES = {"torch": "pytorch"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 
 USER_ERRORS = {"UserError", "DataNotFoundError", "IndexFormatError"}
 

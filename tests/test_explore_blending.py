@@ -11,12 +11,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers.blend_stats import (first_repeat, greedy_lags, random_window_reads, read_summary,  # noqa: E402
-                                 repeat_period, token_reads)
-from helpers.blending import blending_indices, normalize  # noqa: E402
-from helpers.explore import blending as explore_blending  # noqa: E402
-from helpers.gpt_dataset import GPTDataset, GPTDatasetConfig  # noqa: E402
-from helpers.indexed import IndexedWriter  # noqa: E402
+from helpers.datasets.blend_stats import (  # noqa: E402
+    first_repeat,
+    greedy_lags,
+    random_window_reads,
+    read_summary,
+    repeat_period,
+    token_reads,
+)
+from helpers.datasets.blending import blending_indices, normalize  # noqa: E402
+from helpers.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig  # noqa: E402
+from helpers.datasets.indexed import IndexedWriter  # noqa: E402
+from helpers.workshop.explore import blending as explore_blending  # noqa: E402
 
 NAMES = ["literature", "docs", "code"]
 

@@ -7,11 +7,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pytest
 
-from helpers.explore import HEADLESS_ENV
-from helpers.explore.packing import COMPARED, draw_rows, explore_rows, rows_to_show
-from helpers.packing import pack
+from helpers.common.headless import HEADLESS_ENV
+from helpers.loading.packing import pack
+from helpers.workshop.explore.packing import COMPARED, draw_rows, explore_rows, rows_to_show
 
 LENGTHS = np.array([70, 12, 5, 33, 64, 9, 20, 41, 3, 16, 27, 8] * 4)
 

@@ -9,9 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from helpers.explore.tokenizers import draw_pieces, explore_pieces, shown
-from helpers.tokenizer_costs import hub_style_tokenizer, llama_parameter_split, raw_pieces, token_pieces
-from helpers.tokenizers import load_tokenizer
+from helpers.tokenizers.costs import hub_style_tokenizer, llama_parameter_split, raw_pieces, token_pieces
+from helpers.tokenizers.zoo import load_tokenizer
+from helpers.workshop.explore.tokenizers import draw_pieces, explore_pieces, shown
 
 TEXT = "Hello world: def f():\n    return 1  # 日本 🤖"
 

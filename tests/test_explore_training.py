@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import env  # noqa: E402
-from helpers.explore import training  # noqa: E402
-from helpers.train import LOG_COLUMNS  # noqa: E402
+from helpers.training.train import LOG_COLUMNS  # noqa: E402
+from helpers.workshop import env  # noqa: E402
+from helpers.workshop.explore import training  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

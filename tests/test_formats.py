@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.errors import UserError
-from helpers.formats import indexed_to_npy, indexed_to_shards, npy_to_indexed, read_shards, shards_to_indexed
-from helpers.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path
+from helpers.common.errors import UserError
+from helpers.datasets.formats import indexed_to_npy, indexed_to_shards, npy_to_indexed, read_shards, shards_to_indexed
+from helpers.datasets.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path
 
 EOD = 9
 
@@ -185,7 +185,7 @@ def test_shards_back_refuse_a_dtype_that_would_wrap(tmp_path):
 
 
 def test_old_shards_stay_until_the_new_ones_are_complete(tmp_path, monkeypatch):
-    import helpers.formats as formats
+    import helpers.datasets.formats as formats
 
     write(tmp_path / "a", [[1, 2, EOD], [3, EOD]])
     out = indexed_to_shards(tmp_path / "a", tmp_path / "s", 2, eod_id=EOD)

@@ -15,11 +15,26 @@ import sys
 import numpy as np
 import pytest
 
-from helpers.check import main
-from helpers.damage import (INDEX_ARRAYS, flip_bit, index_array_offset, read_header, resize_bin, set_header_field,
-                            set_index_entry)
-from helpers.errors import run_cli
-from helpers.indexed import DTYPE_CODES, MAGIC, IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path
+from helpers.check.command import main
+from helpers.check.damage import (
+    INDEX_ARRAYS,
+    flip_bit,
+    index_array_offset,
+    read_header,
+    resize_bin,
+    set_header_field,
+    set_index_entry,
+)
+from helpers.common.errors import run_cli
+from helpers.datasets.indexed import (
+    DTYPE_CODES,
+    MAGIC,
+    IndexedDataset,
+    IndexedWriter,
+    IndexFormatError,
+    bin_path,
+    idx_path,
+)
 
 TOKENIZER = "bytes"  # 256 byte ids, then BOS 256 and EOD 257
 VOCAB, EOD = 258, 257

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import gpt_dataset
-from helpers.errors import UserError
-from helpers.gpt_dataset import INDEX_NAMES, GPTDataset, GPTDatasetConfig
-from helpers.indexed import IndexedWriter
+from helpers.common.errors import UserError
+from helpers.datasets import gpt_dataset
+from helpers.datasets.gpt_dataset import INDEX_NAMES, GPTDataset, GPTDatasetConfig
+from helpers.datasets.indexed import IndexedWriter
 
 SEQ_LENGTH = 8
 SAMPLES = 40
@@ -85,8 +85,8 @@ def test_a_failed_save_leaves_nothing(prefix, tmp_path, monkeypatch, failure):
 KILLED_SAVE = """
 import os, signal, sys
 import numpy as np
-from helpers import gpt_dataset
-from helpers.gpt_dataset import GPTDataset, GPTDatasetConfig
+from helpers.datasets import gpt_dataset
+from helpers.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 
 real_save = np.save
 def save_then_die(path, array):

@@ -12,9 +12,19 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.errors import UserError
-from helpers.indexed import (DTYPE_CODES, HEADER, IndexedDataset, IndexedWriter, IndexFormatError, bin_path, idx_path,
-                             fingerprint, merge, optimal_dtype)
+from helpers.common.errors import UserError
+from helpers.datasets.indexed import (
+    DTYPE_CODES,
+    HEADER,
+    IndexedDataset,
+    IndexedWriter,
+    IndexFormatError,
+    bin_path,
+    fingerprint,
+    idx_path,
+    merge,
+)
+from helpers.tokenizers.token_dtype import optimal_dtype
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -200,7 +210,7 @@ def test_missing_files_name_the_prefix(tmp_path):
 
 
 def test_fingerprint_sees_a_same_size_rewrite_and_survives_a_copy(tmp_path):
-    from helpers.damage import copy_dataset, write_token
+    from helpers.check.damage import copy_dataset, write_token
 
     write_ours(tmp_path / "a", DOCUMENTS, np.int32)
     before = fingerprint(tmp_path / "a")

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 
 from helpers import kernel
-from helpers.errors import UserError
-from helpers.paths import NOTEBOOK_DIR, REPO_ROOT
+from helpers.common.errors import UserError
+from helpers.common.paths import NOTEBOOK_DIR, REPO_ROOT
 
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 RUN_THROUGH_THE_SERVER = "00_environment_and_corpus.ipynb"  # the quickest lesson, run whole
@@ -45,7 +45,7 @@ def test_make_registers_the_kernel_and_lab_listens_on_loopback_only():
 
 
 def test_batch_runs_use_the_project_kernel():
-    from helpers import runs
+    from helpers.runs import command as runs
 
     assert runs.KERNEL == kernel.KERNEL_NAME
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import helpers.preprocess_outputs as preprocess_outputs
-from helpers.indexed import IndexedDataset, IndexedWriter, remove_stale_temporaries
+import helpers.preprocess.outputs as preprocess_outputs
+from helpers.datasets.indexed import IndexedDataset, IndexedWriter, remove_stale_temporaries
 from helpers.preprocess import preprocess
 
 ROOT = Path(__file__).resolve().parent.parent

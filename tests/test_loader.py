@@ -9,18 +9,17 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from helpers.blending import build_datasets
-from helpers.errors import DataNotFoundError, UserError
-from helpers.formats import indexed_to_npy, indexed_to_shards
-from helpers.indexed import IndexedDataset
-from helpers.layout import BATCH_KEYS, IGNORE_INDEX
-from helpers.loader import make_dataloader, samples_for_transformers
+from helpers.common.errors import DataNotFoundError, UserError
+from helpers.datasets.blending import build_datasets
+from helpers.datasets.formats import indexed_to_npy, indexed_to_shards
+from helpers.datasets.indexed import IndexedDataset
+from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX
+from helpers.loading.loader import make_dataloader, samples_for_transformers
 from helpers.preprocess import preprocess
 
 EOD = 128001
@@ -101,7 +100,7 @@ def test_ranks_together_equal_one_rank_with_the_global_batch(prefixes, tmp_path)
 
 TORCHRUN_SCRIPT = """
 import sys, torch, torch.distributed as dist
-from helpers.loader import make_dataloader
+from helpers.loading.loader import make_dataloader
 dist.init_process_group("gloo")
 blend, cache, out = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
 loader = make_dataloader(blend, split="90,10,0", seq_length=32, batch_size=2, num_samples=40, cache_dir=cache)
@@ -156,7 +155,7 @@ def test_missing_data_raises_and_never_falls_back(tmp_path):
 def test_synthetic_only_by_name_in_range_and_loud(caplog):
     with pytest.raises(UserError, match="vocab_size"):
         make_dataloader(source="synthetic", seq_length=16, batch_size=2, num_samples=8)
-    logger = logging.getLogger("helpers.loader")
+    logger = logging.getLogger("helpers.loading.loader")
     logger.addHandler(caplog.handler)
     try:
         loader = make_dataloader(source="synthetic", vocab_size=300, seq_length=16, batch_size=4, num_samples=40)

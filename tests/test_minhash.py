@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from helpers.lsh import candidate_pairs, candidate_probability, choose_bands, duplicate_groups, verified_pairs
-from helpers.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
+
+from helpers.clean.lsh import candidate_pairs, candidate_probability, choose_bands, duplicate_groups, verified_pairs
+from helpers.clean.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
 
 NUM_PERM = 128
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from helpers.runs import run_notebook
-from helpers.paths import NOTEBOOK_DIR
+from helpers.common.paths import NOTEBOOK_DIR
+from helpers.runs.command import run_notebook
 
 pytestmark = pytest.mark.notebook
 

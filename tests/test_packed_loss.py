@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.packed_loss import cross_document_attention, logit_change_without_mask, tiny_llama
-from helpers.packing import pack
+from helpers.loading.packing import pack
+from helpers.training.packed_loss import cross_document_attention, logit_change_without_mask, tiny_llama
 
 
 def test_only_documents_after_the_first_change_without_the_mask():

@@ -9,10 +9,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.layout import varlen_boundaries
-from helpers.packed_loss import compare_packed_and_separate, loss_and_gradients, tiny_llama
-from helpers.errors import UserError
-from helpers.packing import OVERLONG, STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
+from helpers.common.errors import UserError
+from helpers.datasets.layout import varlen_boundaries
+from helpers.loading.packing import OVERLONG, STRATEGIES, pack, packed_batch, plan_metrics, stream_pack
+from helpers.training.packed_loss import compare_packed_and_separate, loss_and_gradients, tiny_llama
 
 lengths_strategy = st.lists(st.integers(0, 300), min_size=1, max_size=120)
 

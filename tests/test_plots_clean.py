@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import plots  # noqa: E402
-from helpers.lsh import candidate_probability  # noqa: E402
+from helpers.clean.lsh import candidate_probability  # noqa: E402
+from helpers.workshop import plots  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

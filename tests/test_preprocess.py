@@ -9,12 +9,11 @@ import sys
 
 import numpy as np
 import pytest
-
-from helpers.indexed import IndexedDataset, bin_path, idx_path
-from helpers.preprocess import preprocess
-from helpers.tokenizers import load_tokenizer
-
 from megatron_reference import megatron_preprocess
+
+from helpers.datasets.indexed import IndexedDataset, bin_path, idx_path
+from helpers.preprocess import preprocess
+from helpers.tokenizers.zoo import load_tokenizer
 
 VARIED = [
     "Hello world.", "", "x", "   leading spaces", "trailing\n\n\n", "tabs\tand\r\nwindows",

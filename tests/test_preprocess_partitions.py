@@ -9,14 +9,14 @@ import subprocess
 import sys
 
 import pytest
-
-from helpers import preprocess_outputs
-from helpers.errors import UserError
-from helpers.indexed import bin_path, idx_path
-from helpers.preprocess import preprocess
-from helpers.preprocess_input import plan_ranges
-from helpers.sidecar import read_sidecar, sidecar_path
 from jsonl_samples import varied_lines
+
+from helpers.common.errors import UserError
+from helpers.corpus.ranges import plan_ranges
+from helpers.datasets.indexed import bin_path, idx_path
+from helpers.datasets.sidecar import read_sidecar, sidecar_path
+from helpers.preprocess import outputs as preprocess_outputs
+from helpers.preprocess import preprocess
 
 
 def sha256(path) -> str:

@@ -8,15 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-
-from helpers import preprocess_workers
-from helpers.corpus import read_jsonl
-from helpers.errors import UserError
-from helpers.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path, optimal_dtype
-from helpers.preprocess import preprocess
-from helpers.tokenizers import load_tokenizer
-
 from megatron_reference import megatron_preprocess
+
+from helpers.common.errors import UserError
+from helpers.corpus.build import read_jsonl
+from helpers.datasets.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path
+from helpers.preprocess import workers as preprocess_workers
+from helpers.preprocess import preprocess
+from helpers.tokenizers.token_dtype import optimal_dtype
+from helpers.tokenizers.zoo import load_tokenizer
 
 LONE_SURROGATE = b'{"text": "ok"}\n{"text": "lone \\ud800 surrogate"}\n'
 

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import progress
+from helpers.common import progress
 
 
 def run_cell(source: str, tmp_path) -> nbformat.NotebookNode:
@@ -39,7 +39,7 @@ def test_headless_gives_the_text_bar(monkeypatch):
 def test_executed_headless_notebook_keeps_the_final_line_and_no_widget(monkeypatch, tmp_path):
     monkeypatch.setenv("HELPERS_HEADLESS", "1")
     monkeypatch.delenv("TQDM_DISABLE", raising=False)  # the kernel inherits this environment
-    notebook = run_cell("from helpers.progress import progress_bar\n"
+    notebook = run_cell("from helpers.common.progress import progress_bar\n"
                         "import time\n"
                         "for _ in progress_bar(range(40), desc='work', mininterval=0.01):\n"
                         "    time.sleep(0.005)", tmp_path)
@@ -53,6 +53,6 @@ def test_executed_headless_notebook_keeps_the_final_line_and_no_widget(monkeypat
 @pytest.mark.parametrize("value", ["0", ""])
 def test_a_live_kernel_keeps_the_widget_bar(monkeypatch, tmp_path, value):
     monkeypatch.setenv("HELPERS_HEADLESS", value)
-    notebook = run_cell("from tqdm.notebook import tqdm_notebook\nfrom helpers.progress import bar_class\n"
+    notebook = run_cell("from tqdm.notebook import tqdm_notebook\nfrom helpers.common.progress import bar_class\n"
                         "print(issubclass(bar_class(), tqdm_notebook))", tmp_path)
     assert notebook.cells[0].outputs[0].text.strip() == "True"

@@ -11,13 +11,13 @@ import os
 import sys
 
 import pytest
-
-from helpers.errors import UserError, run_cli
-from helpers.indexed import bin_path, idx_path
-from helpers.preprocess import main, preprocess
-from helpers.preprocess_input import check_input, plan_ranges
-from helpers.ray_engine import ray_map
 from jsonl_samples import varied_lines
+
+from helpers.common.errors import UserError, run_cli
+from helpers.corpus.ranges import check_input, plan_ranges
+from helpers.datasets.indexed import bin_path, idx_path
+from helpers.engines.ray_cluster import ray_map
+from helpers.preprocess.command import main, preprocess
 
 KEYS = ("text", "title")
 COUNTS = ("documents", "empty_documents", "tokens", "bytes_read", "bytes_written", "blank_lines",
@@ -95,7 +95,7 @@ def test_one_progress_bar_moves_by_bytes_to_the_end(ray_cluster, local_run, tmp_
 
 def _tokenizer_loads(_) -> tuple[int, int]:
     """In a Ray worker: its process id, and how many zoo tokenizers it has loaded so far."""
-    from helpers.tokenizers import _load_zoo
+    from helpers.tokenizers.zoo import _load_zoo
 
     return os.getpid(), _load_zoo.cache_info().misses
 

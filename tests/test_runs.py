@@ -17,10 +17,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.errors import UserError
-from helpers.paths import NOTEBOOK_DIR, REPO_ROOT
-from helpers.run_report import choose_metrics, run_labels, write_summary
-from helpers.runs import check_parameters, combination_name, first_line, load_grid, parse_grid, run_all
+from helpers.common.errors import UserError
+from helpers.common.paths import NOTEBOOK_DIR, REPO_ROOT
+from helpers.runs.command import check_parameters, combination_name, first_line, load_grid, parse_grid, run_all
+from helpers.runs.report import choose_metrics, run_labels, write_summary
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -40,7 +40,7 @@ def probe_notebook(tmp_path):
     """Records 2·x and a curve; fails in its fourth cell when asked to; writes a training log into run_dir."""
     return write_notebook(
         tmp_path / "probe.ipynb", "x = 1\nfail = False\nrun_dir = 'probe-files'",
-        "from helpers.env import record\nimport pathlib",
+        "from helpers.workshop.env import record\nimport pathlib",
         "pathlib.Path(run_dir).mkdir(parents=True, exist_ok=True)\n"
         "pathlib.Path(run_dir, 'train.csv').write_text(f'step,loss\\n1,{x + 2}\\n2,{x + 1}\\n')",
         "assert not fail, 'asked to fail'\nrecord('double', 2 * x)\nrecord('curve', [x, x * x, x ** 3])")
@@ -252,7 +252,7 @@ def test_a_stopped_grid_stops_its_runs_and_summarises_what_ended(tmp_path):
     started = tmp_path / "started"
     notebook = write_notebook(
         tmp_path / "naps.ipynb", "nap_s = 0.0",
-        f"import pathlib, time\nfrom helpers.env import record\nif nap_s:\n    pathlib.Path({str(started)!r}).touch()\n"
+        f"import pathlib, time\nfrom helpers.workshop.env import record\nif nap_s:\n    pathlib.Path({str(started)!r}).touch()\n"
         "time.sleep(nap_s)\nrecord('nap_s', nap_s)")
     grid = tmp_path / "grid.yaml"
     grid.write_text("nap_s: [0.0, 600.0]\n")

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import sidecar
-from helpers.check import check_dataset
-from helpers.damage import copy_dataset
-from helpers.errors import UserError
-from helpers.indexed import IndexedDataset
+from helpers.check.command import check_dataset
+from helpers.check.damage import copy_dataset
+from helpers.common.errors import UserError
+from helpers.datasets import sidecar
+from helpers.datasets.indexed import IndexedDataset
+from helpers.datasets.sidecar import data_facts, read_sidecar, sidecar_path, tokenizer_for, write_sidecar
 from helpers.preprocess import preprocess
-from helpers.sidecar import data_facts, read_sidecar, sidecar_path, tokenizer_for, write_sidecar
-from helpers.tokenizers import TrainedBpeZooTokenizer, load_tokenizer, train_bpe
+from helpers.tokenizers.zoo import TrainedBpeZooTokenizer, load_tokenizer, train_bpe
 
 TEXTS = ["Hello world.", "", "def f(x):\n    return x\n", "To be, or not to be.", "caf\u00e9 \U0001f916"]
 
@@ -95,7 +95,7 @@ def test_a_failed_rerun_never_leaves_a_stale_sidecar_beside_new_data(tmp_path, m
 
     jsonl = write_jsonl(tmp_path / "in.jsonl")
     prefix = preprocess(jsonl, tmp_path / "out", "bytes", progress=False).outputs["text"]
-    monkeypatch.setattr("helpers.preprocess_outputs.write_sidecar", disk_full)
+    monkeypatch.setattr("helpers.preprocess.outputs.write_sidecar", disk_full)
     with pytest.raises(OSError):
         preprocess(jsonl, tmp_path / "out", "bytes", append_eod=True, progress=False)
     assert read_sidecar(prefix) is None  # new data in place, the old sidecar gone with the old data
@@ -197,7 +197,7 @@ def test_check_cli_without_a_sidecar(tmp_path, made):
     assert named.returncode == 0 and "ids < vocab" in named.stdout and "no sidecar" in named.stdout
 
 
-FINGERPRINTS = "from helpers.tokenizers import load_tokenizer as t; print(*(t(n).fingerprint for n in ('bytes', 'llama3', 'mistral')))"
+FINGERPRINTS = "from helpers.tokenizers.zoo import load_tokenizer as t; print(*(t(n).fingerprint for n in ('bytes', 'llama3', 'mistral')))"
 
 
 def test_fingerprint_is_stable_across_processes_and_tells_vocabularies_apart():

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.errors import UserError
-from helpers.tokenizers import ZOO, load_tokenizer
+from helpers.common.errors import UserError
+from helpers.tokenizers.zoo import ZOO, load_tokenizer
 
 NAMES = ["llama3", "mistral", "cl100k", "bytes", "bpe"]
 
@@ -180,7 +180,7 @@ def test_cli_list_and_export(tmp_path):
 @pytest.mark.parametrize("name", ["bytes", "llama3", "bpe-512"])
 def test_a_folder_named_like_a_zoo_entry_does_not_shadow_it(tmp_path, monkeypatch, capsys, corpus_dir, name):
     """`mkdir bytes` (or exporting llama3 to ./llama3) must not switch `--tokenizer NAME` to the folder."""
-    from helpers import tokenizers
+    from helpers.tokenizers import zoo as tokenizers
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(tokenizers, "_said_ambiguous", set(), raising=False)
@@ -212,7 +212,7 @@ def test_export_to_a_folder_named_like_the_tokenizer_keeps_the_zoo(tmp_path):
     run = [sys.executable, "-m", "helpers.tokenizers"]
     subprocess.run(run + ["export", "bytes", "bytes"], cwd=tmp_path, capture_output=True, check=True,
                    env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    probe = "from helpers.tokenizers import load_tokenizer; print(load_tokenizer('bytes').kind)"
+    probe = "from helpers.tokenizers.zoo import load_tokenizer; print(load_tokenizer('bytes').kind)"
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert result.stdout.strip() == "bytes"

@@ -11,12 +11,23 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.errors import UserError
-from helpers.layout import from_windows
-from helpers.tokenizers import load_tokenizer
-from helpers.train import (LOG_COLUMNS, PRESETS, build_model, flops_per_token, learning_rate, llama_config,
-                           matmul_parameters, model_flops_utilisation, peak_flops, peak_flops_of, train,
-                           train_settings)
+from helpers.common.errors import UserError
+from helpers.datasets.layout import from_windows
+from helpers.tokenizers.zoo import load_tokenizer
+from helpers.training.train import (
+    LOG_COLUMNS,
+    PRESETS,
+    build_model,
+    flops_per_token,
+    learning_rate,
+    llama_config,
+    matmul_parameters,
+    model_flops_utilisation,
+    peak_flops,
+    peak_flops_of,
+    train,
+    train_settings,
+)
 
 
 def windows_from(tokens: np.ndarray, batch_size: int, seq_length: int, rng: np.random.Generator) -> dict:

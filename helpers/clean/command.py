@@ -1,0 +1,378 @@
+"""Cleaning and deduplication of JSONL before it is tokenized, with an audit trail.
+
+    python -m helpers.clean --input data/raw/literature.jsonl data/raw/docs.jsonl data/raw/code.jsonl \\
+        --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
+
+Writes `OUT/<input name>` (plain JSONL, `.gz` dropped from the name: the kept records of each input, in their original order, every field as it
+was except the text when a step changed it), `OUT/removed.jsonl` (every record that did not make it, with
+the step that removed it and the record it duplicates) and `OUT/report.json` (per input and step,
+documents and bytes in, removed and out). Steps, always in this order:
+
+- `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
+  `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
+- `--exact`: a 128-bit xxh3 digest of the (normalised) text; across all inputs the first occurrence, by
+  input order then line, is kept;
+- `--lines`: a line (30 characters or more, surrounding whitespace aside) held by at least
+  `--line-min-count` of the documents still kept is boilerplate, and every occurrence goes (two passes:
+  count, then drop); a record left empty goes; the report lists the most repeated lines;
+- `--fuzzy`: MinHash signatures of word 5-grams (rensa, 128 permutations, seed 1), LSH with the bands and
+  rows that suit `--threshold` (said in the report), candidates verified on the whole signature,
+  grouped with union-find; the first record of each group is kept. For comparison, datatrove's defaults
+  are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are character
+  n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact Jaccard.
+
+Each input is cut into contiguous byte ranges at line ends (`--parts`, default one per worker); every pass
+runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests,
+counts or signatures, never texts, so memory stays bounded; the decisions are taken once, by this process,
+in input order; the last pass writes each range's kept records into a part file, and the parts are joined
+in order. So the output does not depend on the engine or on the number of parts. A bad record stops the run
+with one line naming file and line (or, with `--skip-bad-records`, is skipped, and listed in
+`removed.jsonl`). Outputs move into place together when all are complete; a failed, interrupted or
+terminated run leaves none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..common.progress import progress_bar
+from ..common.stop_signals import check_signals, signals_held
+from ..corpus.ranges import check_input, plan_ranges
+from ..datasets.indexed import remove_stale_temporaries
+from ..engines.local import engine_for
+from ..engines.ray_cluster import ENGINES
+from .lsh import candidate_pairs, choose_bands, duplicate_groups, verified_pairs
+from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
+from .report import STEPS, Documents, removed_lines, step_table, summary_lines
+from .shingles import estimated_jaccard
+
+REPORT, REMOVED = "report.json", "removed.jsonl"
+TOP_LINES = 10
+
+
+def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
+          fuzzy: bool = False, threshold: float = 0.8, line_min_count: int = 10, line_min_chars: int = 30,
+          ngram: int = 5, num_perm: int = 128, workers: int = 1, parts: int | None = None, engine: str = "local",
+          ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
+          progress: bool = True) -> dict:
+    """Clean `inputs` into `output_dir` (see the module docstring); returns the report."""
+    paths = [Path(path) for path in inputs]
+    out = Path(output_dir)
+    settings = CleanSettings(normalize, exact, lines, fuzzy, threshold, line_min_count, line_min_chars, ngram,
+                             num_perm, 1, text_key, skip_bad_records)
+    parts = parts or workers
+    _check_request(paths, out, settings, workers, parts, engine, ray_address)
+    if engine == "ray":
+        from ..engines.ray_cluster import require_ray
+
+        require_ray()  # before anything is written: a run that cannot start says so at once
+    out.mkdir(parents=True, exist_ok=True)
+    outputs = [output_name(path) for path in paths]
+    for name in [*outputs, REMOVED, REPORT]:
+        remove_stale_temporaries(out / name)
+    ranges = [(index, path, start, end) for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
+    tasks = [RangeTask(index, str(path.resolve()), start, end, number)
+             for number, (index, path, start, end) in enumerate(ranges)]
+    run = _Run(settings, tasks, [path.name for path in paths], outputs, out, progress)
+    started = time.perf_counter()
+    try:
+        with engine_for(engine, workers, ray_address) as runner:
+            run.seconds["engine start"] = time.perf_counter() - started  # so that no pass's figure carries it
+            report = run.execute(runner)
+    finally:  # once every worker has stopped: none can write a part after this
+        run.remove_temporaries()
+    report.update(engine=engine, workers=workers, parts=len(tasks), seconds_total=time.perf_counter() - started)
+    _replace(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return report
+
+
+def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
+                   engine: str, ray_address: str | None) -> None:
+    """Refuse, before anything is written, what cannot give a sound run."""
+    if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
+        raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
+    if engine not in ENGINES:
+        raise UserError(f"--engine {engine}: unknown engine; fix: use one of {', '.join(ENGINES)}")
+    if ray_address and engine != "ray":
+        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
+                        "--ray-address")
+    if workers < 1 or parts < 1:
+        raise UserError(f"--workers {workers} --parts {parts}: both must be at least 1; fix: pass 1 or more")
+    if not 0.0 < settings.threshold < 1.0:
+        raise UserError(f"--threshold {settings.threshold}: must be between 0 and 1; fix: e.g. --threshold 0.8")
+    if settings.line_min_count < 2:
+        raise UserError(f"--line-min-count {settings.line_min_count}: a line is repeated from 2 documents on; "
+                        "fix: pass 2 or more")
+    if settings.ngram < 1 or settings.num_perm < 2:
+        raise UserError(f"--ngram {settings.ngram} --num-perm {settings.num_perm}: need at least 1 word and 2 "
+                        "permutations; fix: e.g. --ngram 5 --num-perm 128")
+    if not paths:
+        raise UserError("no input; fix: name one or more JSONL files with --input")
+    for path in paths:
+        check_input(path)
+    names = [output_name(path) for path in paths]
+    for name in sorted({name for name in names if names.count(name) > 1}):
+        raise UserError(f"two inputs would both be written as {name} (each output is named after its input); "
+                        "fix: rename one")
+    for path in paths:
+        if output_name(path) in (REPORT, REMOVED):
+            raise UserError(f"{path}: an input may not be called {path.name}, the name of a report; fix: rename it")
+        if (out / output_name(path)).resolve() == path.resolve():
+            raise UserError(f"{path}: --output-dir {out} would overwrite this input; fix: choose another folder")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--output-dir {out}: a file, not a folder; fix: name a folder")
+
+
+def output_name(path: Path) -> str:
+    """The name of an input's cleaned output: the input's own, less `.gz` (the output is plain JSONL)."""
+    return path.name[:-len(".gz")] if path.suffix == ".gz" else path.name
+
+
+def _hidden(path: Path) -> Path:
+    """A file's name while it is written: hidden, ending in this process's id (see
+    `remove_stale_temporaries`, which removes what a killed run left)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _replace(path: Path, text: str) -> None:
+    temporary = _hidden(path)
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+class _Run:
+    """One cleaning run: its passes, its decisions between them, and its outputs."""
+
+    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], names: list[str], outputs: list[str], out: Path,
+                 progress: bool):
+        self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
+        self.names, self.outputs = names, outputs  # the inputs' file names (reports), their outputs' names
+        self.seconds: dict[str, float] = {}
+        self.rates: dict[str, float] = {}
+        self.temporaries: list[Path] = []
+
+    def remove_temporaries(self) -> None:
+        """Remove every file this run wrote under a temporary name, workers' unfinished parts included."""
+        for path in self.temporaries:
+            for written in path.parent.glob(f"{path.name}*"):
+                written.unlink(missing_ok=True)
+
+    def _pass(self, runner, name: str, jobs: list[tuple], documents: int | None = None) -> list:
+        """Run one pass over every range, with a progress bar in bytes; its time goes in the report."""
+        sizes = [(task.end if task.end is not None else os.path.getsize(task.path)) - task.start for task in self.tasks]
+        start = time.perf_counter()
+        with progress_bar(total=sum(sizes), unit="B", unit_scale=True, desc=f"clean: {name}",
+                          disable=not self.progress) as bar:
+            results = runner.map(jobs, lambda index, _: bar.update(sizes[index]))
+        self.seconds[name] = time.perf_counter() - start
+        self.rates[name] = (documents if documents is not None else 0) / max(self.seconds[name], 1e-9)
+        check_signals()
+        return results
+
+    def execute(self, runner) -> dict:
+        """Every pass and decision, then the outputs moved into place; the report."""
+        settings, tasks = self.settings, self.tasks
+        scans = self._pass(runner, "scan", [(scan, task, settings) for task in tasks])
+        documents, offsets = self._documents(scans)
+        self.rates["scan"] = len(documents) / max(self.seconds["scan"], 1e-9)
+        if settings.normalize:
+            documents.remove(np.concatenate([s.empty_after_normalize for s in scans]), "normalize")
+        if settings.exact:
+            self._exact(documents, np.concatenate([s.digests for s in scans]))
+        repeated, line_report = frozenset(), None
+        if settings.lines:
+            repeated, top, line_report = self._repeated_lines(runner, documents, offsets)
+        if settings.lines or settings.fuzzy:
+            self._apply(runner, documents, offsets, repeated, top if settings.lines else frozenset(), line_report)
+        fuzzy_report = self._fuzzy(documents) if settings.fuzzy else None
+        self._write(runner, documents, offsets, repeated)
+        bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
+               for index in range(len(self.names))]
+        removed = removed_lines(documents, self.names, bad)
+        file_bytes = [sum(s.input_bytes for s, task in zip(scans, tasks) if task.input_index == index)
+                      for index in range(len(self.names))]
+        steps = [step for step in STEPS if getattr(settings, step)]
+        report = {"output_dir": str(self.out), "settings": {
+                      "steps": steps, "threshold": settings.threshold, "line_min_count": settings.line_min_count,
+                      "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
+                      "num_perm": settings.num_perm, "seed": settings.seed, "text_key": settings.text_key,
+                      "skip_bad_records": settings.skip_bad_records},
+                  "inputs": step_table(documents, self.names, [len(b) for b in bad], file_bytes, steps),
+                  "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
+                  "lines": line_report, "fuzzy": fuzzy_report,
+                  "seconds": self.seconds, "documents_per_second": self.rates}
+        self._commit(removed)
+        return report
+
+    def _documents(self, scans: list) -> tuple[Documents, np.ndarray]:
+        """The run's table of good records, and where each range's records start in it."""
+        counts = [len(s.lines) for s in scans]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        total = int(offsets[-1])
+        after_normalize = np.concatenate([s.bytes_after_normalize for s in scans])  # every input has a range
+        documents = Documents(
+            input_index=np.repeat([task.input_index for task in self.tasks], counts).astype(np.int64),
+            lines=np.concatenate([s.lines for s in scans]), places=np.concatenate([s.places for s in scans]),
+            ids=[identifier for s in scans for identifier in s.ids],
+            raw_bytes=np.concatenate([s.raw_bytes for s in scans]), bytes_after_normalize=after_normalize,
+            bytes_after_lines=after_normalize.copy(), removed_by=np.zeros(total, np.int8),
+            duplicate_of=np.full(total, -1, np.int64), similarity=np.full(total, np.nan),
+            lines_dropped=np.zeros(total, np.int64))
+        return documents, offsets
+
+    def _exact(self, documents: Documents, digests: np.ndarray) -> None:
+        """Of each set of records with the same digest, all but the first (in run order) go."""
+        start = time.perf_counter()
+        alive = np.flatnonzero(documents.alive())
+        keys = np.ascontiguousarray(digests[alive]).view(np.dtype((np.void, 16))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        original = alive[first[inverse.ravel()]]
+        duplicate = original != alive
+        documents.duplicate_of[alive[duplicate]] = original[duplicate]
+        mask = np.zeros(len(documents), bool)
+        mask[alive[duplicate]] = True
+        documents.remove(mask, "exact")
+        self.seconds["exact"] = time.perf_counter() - start
+        self.rates["exact"] = len(alive) / max(self.seconds["exact"], 1e-9)
+
+    def _masks(self, documents: Documents, offsets: np.ndarray) -> list[np.ndarray]:
+        """Per range, which of its records are already removed."""
+        removed = ~documents.alive()
+        return [removed[offsets[k]:offsets[k + 1]] for k in range(len(self.tasks))]
+
+    def _repeated_lines(self, runner, documents: Documents, offsets: np.ndarray):
+        """Count each line over the documents still kept; the keys held by enough documents, the keys of
+        the most repeated lines, and the report's line section."""
+        masks = self._masks(documents, offsets)
+        results = self._pass(runner, "lines", [(count_lines, task, self.settings, mask)
+                                               for task, mask in zip(self.tasks, masks)],
+                             int(documents.alive().sum()))
+        keys = np.concatenate([keys for keys, _ in results])
+        counts = np.concatenate([counts for _, counts in results])
+        unique, where = np.unique(keys, return_inverse=True)
+        totals = np.bincount(where.ravel(), weights=counts, minlength=len(unique)).astype(np.int64)
+        repeated = frozenset(unique[totals >= self.settings.line_min_count].tolist())
+        order = np.argsort(-totals, kind="stable")[:TOP_LINES]
+        top = {int(unique[i]): int(totals[i]) for i in order}
+        report = {"min_count": self.settings.line_min_count, "min_chars": self.settings.line_min_chars,
+                  "distinct_lines_counted": int(len(unique)), "repeated_lines": len(repeated), "top": top}
+        return repeated, frozenset(top), report
+
+    def _apply(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset, wanted: frozenset,
+               line_report: dict | None) -> None:
+        """Drop repeated lines (records left empty go) and compute the fuzzy signatures."""
+        masks = self._masks(documents, offsets)
+        name = "signatures" if not self.settings.lines else ("lines+signatures" if self.settings.fuzzy else "drop lines")
+        results = self._pass(runner, name, [(apply_lines, task, self.settings, mask, repeated, wanted)
+                                            for task, mask in zip(self.tasks, masks)], int(documents.alive().sum()))
+        alive = documents.alive()
+        after = np.concatenate([r.bytes_after_lines for r in results])
+        documents.bytes_after_lines[alive] = after[alive]
+        documents.lines_dropped = np.concatenate([r.lines_dropped for r in results])
+        if self.settings.lines:
+            documents.remove(np.concatenate([r.emptied for r in results]), "lines")
+            texts = {}
+            for result in results:
+                for key, text in result.line_texts.items():
+                    texts.setdefault(key, text)
+            line_report["top"] = [{"line": texts.get(key, ""), "documents": count,
+                                   "removed": count >= self.settings.line_min_count}
+                                  for key, count in line_report["top"].items()]
+            line_report["lines_dropped"] = int(documents.lines_dropped.sum())
+        self._signatures = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
+                            np.concatenate([r.signatures for r in results]))
+
+    def _fuzzy(self, documents: Documents) -> dict:
+        """Group near-duplicates (verified LSH candidates, union-find); all but each group's first go."""
+        start = time.perf_counter()
+        rows, matrix = self._signatures
+        bands, rows_per_band = choose_bands(self.settings.threshold, self.settings.num_perm)
+        candidates = candidate_pairs(matrix, bands, rows_per_band)
+        verified = verified_pairs(matrix, candidates, self.settings.threshold)
+        roots = duplicate_groups(len(rows), verified)
+        duplicate = roots != np.arange(len(rows))
+        documents.duplicate_of[rows[duplicate]] = rows[roots[duplicate]]
+        documents.similarity[rows[duplicate]] = estimated_jaccard(matrix[duplicate], matrix[roots[duplicate]])
+        mask = np.zeros(len(documents), bool)
+        mask[rows[duplicate]] = True
+        documents.remove(mask, "fuzzy")
+        self.seconds["fuzzy lsh"] = time.perf_counter() - start
+        self.rates["fuzzy lsh"] = len(rows) / max(self.seconds["fuzzy lsh"], 1e-9)
+        return {"threshold": self.settings.threshold, "ngram": self.settings.ngram,
+                "num_perm": self.settings.num_perm, "bands": bands, "rows": rows_per_band,
+                "documents_signed": int(len(rows)), "candidate_pairs": len(candidates),
+                "verified_pairs": len(verified), "groups": int(len(np.unique(roots[duplicate]))),
+                "removed": int(duplicate.sum())}
+
+    def _write(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> None:
+        """Write every range's kept records into a part file, then join each input's parts in order."""
+        masks = self._masks(documents, offsets)
+        parts = [self.out / f".{self.outputs[task.input_index]}.part{task.index}.tmp-{os.getpid()}" for task in self.tasks]
+        self.temporaries.extend(parts)  # and each worker's `{part}.w{pid}` while it writes
+        self._pass(runner, "write", [(write_part, task, self.settings, mask, repeated, str(part))
+                                     for task, mask, part in zip(self.tasks, masks, parts)], int(documents.alive().sum()))
+        for index, name in enumerate(self.outputs):
+            joined = _hidden(self.out / name)
+            self.temporaries.append(joined)
+            with open(joined, "wb") as out:
+                for task, part in zip(self.tasks, parts):
+                    if task.input_index == index:
+                        with open(part, "rb") as handle:
+                            while block := handle.read(16 << 20):
+                                out.write(block)
+                        part.unlink()
+            check_signals()
+
+    def _commit(self, removed: list[str]) -> None:
+        """Write `removed.jsonl`, then move every output into place together."""
+        listing = _hidden(self.out / REMOVED)
+        self.temporaries.append(listing)
+        with open(listing, "w", encoding="utf-8") as out:
+            out.writelines(removed)
+        check_signals()
+        with signals_held():
+            for name in self.outputs:
+                os.replace(_hidden(self.out / name), self.out / name)
+            os.replace(listing, self.out / REMOVED)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, nargs="+", type=Path, help="JSONL files (.gz allowed)")
+    parser.add_argument("--output-dir", required=True, type=Path, help="writes OUT/<input name>, removed.jsonl, report.json")
+    parser.add_argument("--normalize", action="store_true", help="NFC, line ends, control characters, empty-line runs")
+    parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
+    parser.add_argument("--lines", action="store_true", help="drop lines repeated in --line-min-count documents or more")
+    parser.add_argument("--fuzzy", action="store_true", help="drop near-duplicates (MinHash + LSH, word n-grams)")
+    parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
+    parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")
+    parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
+    parser.add_argument("--ngram", type=int, default=5, help="words per shingle (--fuzzy)")
+    parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (--fuzzy)")
+    parser.add_argument("--json-key", default="text", help="the field holding the text")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
+    parser.add_argument("--parts", type=int, default=None, help="byte ranges per input (default: --workers)")
+    parser.add_argument("--engine", choices=ENGINES, default="local", help="local processes, or Ray tasks")
+    parser.add_argument("--ray-address", default=None, help="join this Ray cluster (--engine ray), e.g. HEAD:6379")
+    parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, listing each in removed.jsonl")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
+                   fuzzy=args.fuzzy, threshold=args.threshold, line_min_count=args.line_min_count,
+                   line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm,
+                   workers=args.workers, parts=args.parts, engine=args.engine, ray_address=args.ray_address,
+                   skip_bad_records=args.skip_bad_records, text_key=args.json_key, progress=not args.no_progress)
+    for line in summary_lines(report):
+        print(line)
+    return 0
+

@@ -1,0 +1,210 @@
+"""The passes of `helpers.clean` over one byte range of one input, run in worker processes or as Ray
+tasks: each reads its range again, finds the same good records in the same order, and returns small
+arrays (digests, counts, signatures), never texts, so memory stays bounded whatever the corpus size.
+Decisions between passes (which documents go) are the driver's; a pass only applies them."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
+from ..corpus.ranges import batches
+from .shingles import signatures
+from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
+
+
+@dataclass(frozen=True)
+class CleanSettings:
+    """What every pass needs to know, picklable."""
+
+    normalize: bool = False
+    exact: bool = False
+    lines: bool = False
+    fuzzy: bool = False
+    threshold: float = 0.8
+    line_min_count: int = 10
+    line_min_chars: int = 30
+    ngram: int = 5
+    num_perm: int = 128
+    seed: int = 1
+    text_key: str = "text"
+    skip_bad_records: bool = False
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    """One contiguous byte range `[start, end)` of one input (end None: to its end); paths are absolute."""
+
+    input_index: int
+    path: str
+    start: int
+    end: int | None
+    index: int
+
+
+@dataclass
+class Scan:
+    """What the first pass found in one range: one entry per good record, in order."""
+
+    lines: np.ndarray
+    places: np.ndarray
+    ids: list
+    raw_bytes: np.ndarray
+    bytes_after_normalize: np.ndarray
+    empty_after_normalize: np.ndarray
+    digests: np.ndarray | None
+    bad: list  # (line, place, kind, reason)
+    blank_lines: int
+    input_bytes: int
+
+
+@dataclass
+class Applied:
+    """What the line-removal and signature pass found: per good record of the range (removed ones 0)."""
+
+    bytes_after_lines: np.ndarray
+    lines_dropped: np.ndarray
+    emptied: np.ndarray
+    signature_rows: np.ndarray  # positions in the range of the rows below
+    signatures: np.ndarray
+    line_texts: dict
+
+
+def _record_id(record: dict):
+    value = record.get("id")
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
+             counts: dict | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
+    """(line, place, raw line, record) of the range's good records. A bad record raises a `UserError`
+    naming file and line, unless `skip_bad_records`: then it goes into `bad` (when given)."""
+    for source, first, raw_lines in batches(Path(task.path), task.start, task.end):
+        if counts is not None:
+            counts["bytes"] += sum(map(len, raw_lines))
+        for number, place, line in numbered_lines(raw_lines, first):
+            if is_blank(line):
+                if counts is not None:
+                    counts["blank"] += 1
+                continue
+            try:
+                record = parse_record(line, (settings.text_key,))
+            except BadRecord as error:
+                if not settings.skip_bad_records:
+                    raise UserError(f"{location(source, number, place)}: {error.reason}") from None
+                if bad is not None:
+                    bad.append((number, place, error.kind, error.reason))
+                continue
+            yield number, place, line, record
+
+
+def _base_text(text: str, settings: CleanSettings) -> str:
+    return normalize_text(text) if settings.normalize else text
+
+
+def scan(task: RangeTask, settings: CleanSettings) -> Scan:
+    """Pass 1: every good record's place, id, sizes before and after normalising, and exact digest."""
+    bad: list = []
+    counts = {"bytes": 0, "blank": 0}
+    lines, places, ids, raw_bytes, normal_bytes, empty, digests = [], [], [], [], [], [], []
+    for number, place, _, record in _records(task, settings, bad, counts):
+        text = record[settings.text_key]
+        base = _base_text(text, settings)
+        lines.append(number), places.append(place), ids.append(_record_id(record))
+        raw_bytes.append(len(text.encode("utf-8")))
+        normal_bytes.append(len(base.encode("utf-8")) if settings.normalize else raw_bytes[-1])
+        empty.append(settings.normalize and is_empty(base))
+        if settings.exact:
+            digests.append(exact_digest(base))
+    digest_array = (np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16) if settings.exact else None)
+    return Scan(np.array(lines, np.int64), np.array(places, np.int32), ids, np.array(raw_bytes, np.int64),
+                np.array(normal_bytes, np.int64), np.array(empty, bool), digest_array, bad, counts["blank"],
+                counts["bytes"])
+
+
+def count_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2 (`--lines`): over the documents still kept, each distinct countable line's key and the number
+    of documents holding it."""
+    keys: list[int] = []
+    for position, (_, _, _, record) in enumerate(_records(task, settings)):
+        if not removed[position]:
+            keys.extend(line_keys(_base_text(record[settings.text_key], settings), settings.line_min_chars))
+    unique, counts = np.unique(np.array(keys, dtype=np.uint64), return_counts=True)
+    return unique, counts.astype(np.int64)
+
+
+def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset, wanted: frozenset = frozenset(),
+                 found: dict | None = None) -> tuple[str, int]:
+    """A kept document's text as written out: normalised (`--normalize`), repeated lines dropped
+    (`--lines`); and the number of lines dropped. Lines in `wanted` are noted in `found`."""
+    base = _base_text(text, settings)
+    return drop_lines(base, repeated, settings.line_min_chars, wanted, found) if settings.lines else (base, 0)
+
+
+def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
+                wanted: frozenset) -> Applied:
+    """Pass 3 (`--lines` or `--fuzzy`): each kept document's size after line removal (emptied ones are
+    flagged), its signature for `--fuzzy`, and the text of the repeated lines in `wanted` (for the report)."""
+    count = len(removed)
+    after, dropped, emptied = np.zeros(count, np.int64), np.zeros(count, np.int64), np.zeros(count, bool)
+    rows, texts, line_texts = [], [], {}
+    for position, (_, _, _, record) in enumerate(_records(task, settings)):
+        if removed[position]:
+            continue
+        text, dropped[position] = cleaned_text(record[settings.text_key], settings, repeated, wanted, line_texts)
+        after[position] = len(text.encode("utf-8"))
+        emptied[position] = dropped[position] > 0 and is_empty(text)
+        if settings.fuzzy and not emptied[position]:
+            rows.append(position), texts.append(text)
+    matrix = np.zeros((0, settings.num_perm), np.uint32)
+    if texts:
+        matrix, shingles = signatures(texts, settings.ngram, settings.num_perm, settings.seed)
+        has_shingles = shingles > 0
+        rows, matrix = [row for row, keep in zip(rows, has_shingles) if keep], matrix[has_shingles]
+    return Applied(after, dropped, emptied, np.array(rows, np.int64), matrix, line_texts)
+
+
+def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
+               part: str) -> tuple[int, int]:
+    """Last pass: the range's kept records, in order, into the part file `part`: written under a name of
+    this process and renamed when complete, so a retried task (Ray may retry one) only writes it again.
+    A record whose text is unchanged is copied byte for byte; one whose text changed is the same JSON
+    object with the new text. Returns (records, bytes) written."""
+    temporary = f"{part}.w{os.getpid()}"
+    written = size = 0
+    try:
+        with open(temporary, "wb") as out:
+            for position, (_, _, raw, record) in enumerate(_records(task, settings)):
+                if removed[position]:
+                    continue
+                text = record[settings.text_key]
+                new_text, _ = cleaned_text(text, settings, repeated)
+                if new_text == text:
+                    line = raw.rstrip(b"\r\n") + b"\n"
+                else:
+                    record[settings.text_key] = new_text
+                    line = _serialised(record)
+                out.write(line)
+                written += 1
+                size += len(line)
+        os.replace(temporary, part)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return written, size
+
+
+def _serialised(record: dict) -> bytes:
+    """A record as one JSONL line: UTF-8 as written, or, where another field holds a lone surrogate
+    (which only the text field is checked for), with every non-ASCII character escaped, which keeps it."""
+    try:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record) + "\n").encode("ascii")

@@ -1,0 +1,13 @@
+"""Whether a person is at this kernel: batch runs and tests set `HEADLESS_ENV`, so progress bars and
+live controls know to save their final state instead of drawing widgets nobody sees."""
+
+from __future__ import annotations
+
+import os
+
+HEADLESS_ENV = "HELPERS_HEADLESS"  # set to 1 by helpers.runs and the test suite
+
+
+def headless() -> bool:
+    """Whether this kernel runs without a person at it (a batch run or a test)."""
+    return os.environ.get(HEADLESS_ENV) == "1"

@@ -1,0 +1,402 @@
+"""The GPT sample view of an indexed dataset, built exactly as megatron-core's `GPTDataset` builds it.
+
+Three indices, from one `numpy.random.RandomState(seed)` in Megatron's order:
+
+- **document index**: the split's sequence ids, tiled once per epoch and shuffled (int32); when the
+  last epoch contributes fewer than 80% of an epoch's samples it is shuffled on its own, so that a
+  partial epoch does not bias which documents are seen;
+- **sample index** `[n+1, 2]`: where sample k starts, as (position in the document index, token
+  offset). Samples are `seq_length + 1` tokens, overlap by one token, and cross document boundaries:
+  sample k starts at token `k x seq_length` of the concatenated stream, found here with one
+  `searchsorted` instead of a loop;
+- **shuffle index**: a permutation of the samples (the last partial epoch, again, on its own).
+
+Indices are cached on disk (when a cache folder is given) under a name that hashes the parameters
+and the data's fingerprint (`helpers.datasets.indexed.fingerprint`), so a changed dataset never reuses stale
+indices; a cache folder appears whole or not at all, and a damaged one is said and rebuilt. Samples
+come out in the one batch layout of `helpers.datasets.layout`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..common.errors import UserError
+from .indexed import IndexedDataset, fingerprint
+from .layout import from_windows
+
+SPLITS = ("train", "valid", "test")
+SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
+
+
+SPLIT_SHARE = re.compile(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*")
+SPLIT_EXAMPLE = "write up to three shares for train, valid, test, e.g. 969,30,1 or 90,10"
+
+
+def parse_split(split: str) -> list[float]:
+    """'969,30,1' → normalised shares of train, valid, test (missing ones are 0), as megatron-core reads them.
+
+    megatron-core picks every run of digits and dots out of the string, so it would read '-5,10,1' as
+    5,10,1 and '90,,10' as 90,10,0; such strings are refused here, so that whatever is accepted means
+    what it says and gives Megatron's fractions to the last bit. Parts are separated by ',' (or '/').
+    """
+    text = str(split)
+    parts = text.split("," if "," in text or "/" not in text else "/")
+    if len(parts) > 3:
+        raise UserError(f"--split '{text}' has {len(parts)} parts; fix: {SPLIT_EXAMPLE}")
+    for position, part in enumerate(parts, 1):
+        if not SPLIT_SHARE.fullmatch(part):
+            raise UserError(f"--split '{text}': part {position} ('{part}') is not a non-negative number; "
+                            f"fix: {SPLIT_EXAMPLE}")
+    values = np.array([float(p) for p in parts] + [0.0] * (3 - len(parts)), dtype=np.float64)
+    total = np.sum(values)
+    if total <= 0:
+        raise UserError(f"--split '{text}' gives no split a share; fix: {SPLIT_EXAMPLE}")
+    return (values / total).tolist()
+
+
+def split_bookends(split: str) -> list[tuple[float, float] | None]:
+    """Cumulative (start, end) fractions per split, None for a split with no share."""
+    weights = parse_split(split)
+    edges = [0.0]
+    for w in weights:
+        edges.append(edges[-1] + w)
+    return [None if end <= start else (start, end) for start, end in zip(edges[:-1], edges[1:])]
+
+
+def split_ranges(split: str, num_sequences: int) -> list[tuple[int, int] | None]:
+    """Sequence ranges [begin, end) of each split, with Python's `round` as Megatron uses."""
+    return [None if b is None else (int(round(b[0] * float(num_sequences))), int(round(b[1] * float(num_sequences))))
+            for b in split_bookends(split)]
+
+
+def number_of_epochs(tokens_per_epoch: int, num_samples: int | None, seq_length: int) -> int:
+    """Smallest E with E x tokens_per_epoch >= num_samples x seq_length + 1 (1 when num_samples is None)."""
+    if num_samples is None:
+        return 1
+    needed = num_samples * seq_length + 1
+    return max(1, -(-needed // tokens_per_epoch))
+
+
+def build_document_index(documents: np.ndarray, epochs: int, rng: np.random.RandomState,
+                         separate_final_epoch: bool) -> np.ndarray:
+    """Document ids tiled per epoch and shuffled, as int32; the final epoch apart when asked."""
+    if not separate_final_epoch or epochs == 1:
+        index = np.tile(documents, epochs).astype(np.int32)
+        rng.shuffle(index)
+        return index
+    first = build_document_index(documents, epochs - 1, rng, False)
+    last = build_document_index(documents, 1, rng, False)
+    return np.concatenate([first, last])
+
+
+def build_sample_index(sequence_lengths: np.ndarray, document_index: np.ndarray, seq_length: int,
+                       num_samples: int) -> np.ndarray:
+    """[num_samples + 1, 2]: (position in the document index, offset) where each sample starts."""
+    lengths = sequence_lengths[document_index].astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    positions = np.arange(num_samples + 1, dtype=np.int64) * seq_length
+    doc = np.searchsorted(starts, positions, side="right") - 1
+    doc = np.minimum(doc, document_index.size - 1)
+    offsets = positions - starts[doc]
+    return np.stack([doc, offsets], axis=1)
+
+
+def build_shuffle_index(num_samples: int, total: int, rng: np.random.RandomState) -> np.ndarray:
+    """A permutation of [0, num_samples), then of [num_samples, total) on its own."""
+    dtype = np.int64 if total >= np.iinfo(np.uint32).max - 1 else np.uint32
+    first = np.arange(num_samples, dtype=dtype)
+    rng.shuffle(first)
+    if num_samples == total:
+        return first
+    last = np.arange(num_samples, total, dtype=dtype)
+    rng.shuffle(last)
+    return np.concatenate([first, last])
+
+
+@dataclass(frozen=True)
+class GPTDatasetConfig:
+    """How samples are cut from a split, as Megatron's flags say it (one frozen object, passed down whole).
+
+    `reset_position_ids` and `eod_mask_loss` are Megatron's `--reset-position-ids` and `--eod-mask-loss`;
+    document boundaries always travel as `document_ids`, from which `--reset-attention-mask`'s mask follows.
+    """
+
+    seq_length: int
+    seed: int = 1234
+    eod_id: int | None = None
+    reset_position_ids: bool = False
+    eod_mask_loss: bool = False
+    cache_dir: str | None = None
+
+    def __post_init__(self):
+        if self.seq_length < 1:
+            raise UserError(f"seq_length must be at least 1, got {self.seq_length}; fix: e.g. seq_length=2048")
+        if (self.reset_position_ids or self.eod_mask_loss) and self.eod_id is None:
+            raise UserError("document-aware samples need the EOD id; fix: pass eod_id (the sidecar has it)")
+
+
+@dataclass(frozen=True)
+class SampleIndices:
+    document_index: np.ndarray
+    sample_index: np.ndarray
+    shuffle_index: np.ndarray
+    epochs: int
+    tokens_per_epoch: int
+
+
+INDEX_NAMES = ("document_index", "sample_index", "shuffle_index")
+
+
+def _no_samples() -> SampleIndices:
+    """The indices of a dataset with no sample: no document drawn, no epoch, one sample boundary."""
+    return SampleIndices(np.zeros(0, np.int32), np.zeros((1, 2), np.int64), np.zeros(0, np.uint32), 0, 0)
+
+
+def _distributed_rank() -> int | None:
+    """This process's rank when torch.distributed runs several processes, else None."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized() \
+            and torch.distributed.get_world_size() > 1:
+        return torch.distributed.get_rank()
+    return None
+
+
+class GPTDataset(torch.utils.data.Dataset):
+    """Samples of `seq_length + 1` tokens from one split of an indexed dataset, as megatron-core makes them.
+
+    `ds[i]` is one sample in the layout of `helpers.datasets.layout` (1-D tensors); `ds.windows(ids)` gathers
+    the raw `[n, seq_length + 1]` token windows of many samples in one vectorised pass.
+    """
+
+    def __init__(self, prefix: str | os.PathLike, split_range: tuple[int, int], num_samples: int | None,
+                 config: GPTDatasetConfig, split_name: str = "train", dataset: IndexedDataset | None = None):
+        self.prefix = Path(prefix)
+        self.dataset = dataset or IndexedDataset(prefix)
+        self.config = config
+        self.split_name, self.split_range, self.num_samples_requested = split_name, split_range, num_samples
+        self.seq_length = config.seq_length
+        begin, end = split_range
+        self.documents = np.arange(begin, end, dtype=np.int32)
+        tokens = int(self.dataset.sequence_lengths[begin:end].sum(dtype=np.int64))
+        if tokens <= 1 and (num_samples is None or num_samples > 0):
+            raise UserError(f"{self.prefix}: the {split_name} split gets sequences [{begin}, {end}) holding "
+                            f"{tokens} tokens, but samples are asked of it ({num_samples or 'one epoch'}); "
+                            "fix: give it a larger share in --split or ask for no samples")
+        indices = self._load_or_build(tokens)
+        self.document_index, self.sample_index, self.shuffle_index = \
+            indices.document_index, indices.sample_index, indices.shuffle_index
+        self.epochs, self.tokens_per_epoch = indices.epochs, indices.tokens_per_epoch
+        self._gather = None
+
+    # ------------------------------------------------------------ index building
+
+    def description(self) -> dict:
+        return {"class": "GPTDataset", "prefix": str(self.prefix.resolve()), "split": self.split_name,
+                "range": list(self.split_range), "num_samples": self.num_samples_requested,
+                "seq_length": self.seq_length, "seed": self.config.seed, "files": fingerprint(self.prefix)}
+
+    def _build(self, tokens_per_epoch: int) -> SampleIndices:
+        if tokens_per_epoch == 0:  # an empty split asked for no samples (the constructor refuses the rest)
+            return _no_samples()
+        epochs = number_of_epochs(tokens_per_epoch, self.num_samples_requested, self.seq_length)
+        separate = False
+        if epochs > 1:
+            before_final = ((epochs - 1) * tokens_per_epoch - 1) // self.seq_length
+            from_final = self.num_samples_requested - before_final
+            per_epoch = (tokens_per_epoch - 1) // self.seq_length
+            separate = from_final < int(SEPARATE_FINAL_EPOCH_THRESHOLD * per_epoch)
+        rng = np.random.RandomState(self.config.seed)
+        document_index = build_document_index(self.documents, epochs, rng, separate)
+        num_samples = (epochs * tokens_per_epoch - 1) // self.seq_length
+        sample_index = build_sample_index(self.dataset.sequence_lengths, document_index, self.seq_length, num_samples)
+        first = before_final if separate else num_samples
+        shuffle_index = build_shuffle_index(first, num_samples, rng)
+        return SampleIndices(document_index, sample_index, shuffle_index, epochs, tokens_per_epoch)
+
+    def _load_or_build(self, tokens_per_epoch: int) -> SampleIndices:
+        """Build the indices, or load them from `config.cache_dir`; under torch.distributed rank 0 builds
+        and saves while the other ranks wait at a barrier, then load its files."""
+        if self.config.cache_dir is None:
+            return self._build(tokens_per_epoch)
+        description = json.loads(json.dumps(self.description(), sort_keys=True))
+        key = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:16]
+        folder = Path(self.config.cache_dir) / f"gpt-{self.split_name}-{key}"
+        rank = _distributed_rank()
+        if rank not in (None, 0):
+            torch.distributed.barrier()
+            return _load_indices(folder, description)
+        indices = _cached_indices(folder, description)
+        if indices is None:
+            indices = self._build(tokens_per_epoch)
+            _save_indices(folder, indices, description)
+        if rank == 0:
+            torch.distributed.barrier()
+        return indices
+
+    # ------------------------------------------------------------ samples
+
+    def __len__(self) -> int:
+        return self.sample_index.shape[0] - 1
+
+    def _stream_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each entry of the document index starts in the sample stream, and the shift from a
+        stream position to its element in the `.bin` (built once, on first use)."""
+        if self._gather is None:
+            lengths = self.dataset.sequence_lengths[self.document_index].astype(np.int64)
+            starts = np.zeros(lengths.size + 1, dtype=np.int64)
+            np.cumsum(lengths, out=starts[1:])
+            first_element = self.dataset.sequence_pointers[self.document_index] // self.dataset.dtype.itemsize
+            self._gather = (starts, first_element - starts[:-1])
+        return self._gather
+
+    def windows(self, sample_ids) -> np.ndarray:
+        """`[n, seq_length + 1]` int64 token windows of samples `sample_ids` (after shuffling), gathered in one
+        pass. Sample j is tokens `j x seq_length ...` of the shuffled documents' stream: its `.bin` positions
+        run on by one, and jump only where the window enters the next document of the document index."""
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
+            raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
+        starts, shift = self._stream_map()
+        first = self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length
+        entry = np.searchsorted(starts, first, side="right") - 1
+        last_entry = np.searchsorted(starts, first + self.seq_length, side="right") - 1
+        positions = (first + shift[entry])[:, None] + np.arange(self.seq_length + 1)
+        crossings = last_entry - entry
+        if crossings.any():  # add each document change's jump from its offset in the window onwards
+            rows = np.repeat(np.arange(sample_ids.size), crossings)
+            within = np.arange(rows.size) - np.repeat(np.cumsum(crossings) - crossings, crossings)
+            entered = np.repeat(entry + 1, crossings) + within
+            jumps = np.zeros_like(positions)
+            np.add.at(jumps, (rows, starts[entered] - first[rows]), shift[entered] - shift[entered - 1])
+            positions += np.cumsum(jumps, axis=1)
+        return self.dataset.tokens[positions].astype(np.int64)
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""
+        c = self.config
+        return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"sample {i} out of range for {len(self)} samples")
+        return {k: v[0] for k, v in self.batch([i % len(self)]).items()}
+
+
+# ------------------------------------------------------------ the index cache
+#
+# A cache folder holds the three indices as .npy files and `description.json`. It is written under a
+# hidden temporary name (unique to host, process and thread) and renamed into place whole, so a failed
+# or killed save never leaves a folder under the final name; a damaged folder is said and rebuilt.
+
+
+class DamagedCacheError(UserError):
+    """A cache folder that cannot be read back, or whose files disagree with each other."""
+
+    def __init__(self, folder: Path, problem: str):
+        self.folder, self.problem = folder, problem
+        super().__init__(f"{folder}: cached indices are damaged ({problem}); fix: remove that folder "
+                         "(rank 0 rebuilds it)")
+
+
+def _load_indices(folder: Path, description: dict) -> SampleIndices:
+    """The indices cached in `folder`, checked against each other and `description`."""
+    try:
+        meta = json.loads((folder / "description.json").read_text())
+        epochs, tokens_per_epoch = int(meta.pop("epochs")), int(meta.pop("tokens_per_epoch"))
+        arrays = [np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in INDEX_NAMES]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as err:
+        problem = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'unreadable'}"
+    else:
+        indices = SampleIndices(*arrays, epochs, tokens_per_epoch)
+        problem = "it describes other data" if meta != description else _inconsistency(indices, description)
+        if problem is None:
+            return indices
+    raise DamagedCacheError(folder, problem)
+
+
+def _inconsistency(indices: SampleIndices, description: dict) -> str | None:
+    """What is wrong with the shapes and types of cached indices, or None."""
+    begin, end = description["range"]
+    documents, samples, shuffle = indices.document_index, indices.sample_index, indices.shuffle_index
+    if documents.dtype != np.int32 or documents.shape != ((end - begin) * indices.epochs,):
+        return f"document index {documents.dtype} {documents.shape}"
+    if samples.dtype != np.int64 or samples.ndim != 2 or samples.shape[0] < 1 or samples.shape[1] != 2:
+        return f"sample index {samples.dtype} {samples.shape}"
+    if shuffle.dtype not in (np.uint32, np.int64) or shuffle.shape != (samples.shape[0] - 1,):
+        return f"shuffle index {shuffle.dtype} {shuffle.shape} for {samples.shape[0] - 1} samples"
+    return None
+
+
+def _cached_indices(folder: Path, description: dict) -> SampleIndices | None:
+    """The indices cached in `folder`, or None when there are none; a damaged folder is said and removed."""
+    if not folder.exists():
+        return None
+    try:
+        return _load_indices(folder, description)
+    except DamagedCacheError as err:
+        print(f"warning: {folder}: cached indices are damaged ({err.problem}); rebuilding them", file=sys.stderr)
+    aside = _temporary_name(folder, "old")
+    try:
+        os.replace(folder, aside)
+    except FileNotFoundError:  # another process moved it first
+        pass
+    shutil.rmtree(aside, ignore_errors=True)
+    return None
+
+
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)-(?P<thread>\d+)-(?P<purpose>new|old)@(?P<host>.*)")
+
+
+def _temporary_name(folder: Path, purpose: str) -> Path:
+    """A hidden sibling of `folder` that no other host, process or thread uses at the same time."""
+    return folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}-{purpose}@{socket.gethostname()}")
+
+
+def _remove_dead_temporaries(cache_dir: Path) -> None:
+    """Remove the cache's temporaries left by processes of this host that are gone (killed mid-save)."""
+    for path in cache_dir.glob(".*.tmp-*"):
+        match = TEMPORARY.fullmatch(path.name)
+        if match and match["host"] == socket.gethostname() and not _process_alive(int(match["pid"])):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _save_indices(folder: Path, indices: SampleIndices, description: dict) -> None:
+    """Write under a temporary name, `description.json` last, and rename the folder into place; a failure
+    leaves nothing, and another process finishing the same folder first is fine."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_dead_temporaries(folder.parent)
+    tmp = _temporary_name(folder, "new")
+    try:
+        tmp.mkdir()
+        for name in INDEX_NAMES:
+            np.save(tmp / f"{name}.npy", getattr(indices, name))
+        (tmp / "description.json").write_text(json.dumps(
+            {**description, "epochs": indices.epochs, "tokens_per_epoch": indices.tokens_per_epoch}, indent=2))
+        os.replace(tmp, folder)
+    except OSError:
+        if not (folder / "description.json").exists():  # not just another process finishing first
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

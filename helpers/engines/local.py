@@ -1,0 +1,107 @@
+"""Where `helpers.clean`'s passes run: in this process (one worker), in a pool of local worker processes,
+or as Ray tasks on a cluster. Every engine returns a pass's results in task order, so the driver's
+decisions, and so the outputs, do not depend on the engine or on the number of parts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from multiprocessing import get_context
+from typing import Callable, Iterator, Sequence
+
+from ..common.stop_signals import check_signals, die_with_parent, signals_held
+
+
+def process_context():
+    """How our processes start: forked on Linux (quick, nothing to re-import), spawned elsewhere."""
+    return get_context("fork" if sys.platform == "linux" else "spawn")
+
+
+def call(job: tuple) -> object:
+    """Run one job, `(function, *arguments)`: the one function every engine ships to its workers."""
+    function, *arguments = job
+    return function(*arguments)
+
+
+def _start_worker() -> None:
+    """A local pool worker: Ctrl-C and SIGTERM are the run's to handle, and it dies with the process that
+    forked it (this one, or the fork server, which ends with this one)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(os.getppid(), signal.SIGKILL)
+
+
+def _worker_context():
+    """How workers start: forked from this process (quick), unless rensa has been loaded here (a notebook
+    that computed signatures, a run with one worker). Its thread pool, once started, would be copied into a
+    fork without its threads, and the first signature computed there would wait for them for ever; then
+    workers come from a fork server, a clean process that has imported the passes (about half a second)."""
+    context = process_context()
+    if context.get_start_method() == "fork" and "rensa" in sys.modules:
+        context = get_context("forkserver")
+        context.set_forkserver_preload(["helpers.clean.passes"])
+    return context
+
+
+class LocalEngine:
+    """Jobs in this process (`workers` 1) or in a pool of forked worker processes."""
+
+    name = "local"
+
+    def __init__(self, workers: int):
+        self.workers, self.pool = workers, None
+
+    def start(self) -> None:
+        """Start the worker processes (none with one worker), each ready to run a pass."""
+        if self.workers > 1 and self.pool is None:
+            with signals_held():
+                self.pool = _worker_context().Pool(self.workers, initializer=_start_worker)
+            self.pool.map(call, [(os.getpid,)] * self.workers, chunksize=1)  # wait until they are up
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        self.start()
+        results = []
+        for index, result in enumerate(self.pool.imap(call, jobs) if self.pool else map(call, jobs)):
+            results.append(result)
+            if on_done is not None:
+                on_done(index, result)
+            check_signals()
+        return results
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+
+class RayEngine:
+    """Jobs as Ray tasks, on a local cluster or the one at `address`."""
+
+    name = "ray"
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        from .ray_cluster import ray_map
+
+        return ray_map(call, list(jobs), on_done)
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator[LocalEngine | RayEngine]:
+    """The engine called `name` (one of `ENGINES`, checked by the caller), started, and stopped on the way out."""
+    if name == "local":
+        engine = LocalEngine(workers)
+        try:
+            engine.start()
+            yield engine
+        finally:
+            engine.close()
+        return
+    from .ray_cluster import ray_session
+
+    with ray_session(ray_address, num_cpus=None if ray_address else workers):
+        yield RayEngine()

@@ -1,0 +1,187 @@
+"""One loader for every run: real data by default, synthetic only by name, exact resume in O(1).
+
+    loader = make_dataloader(["0.7", "data/megatron/literature_text_document",
+                              "0.3", "data/megatron/code_text_document"],
+                             seq_length=256, batch_size=8, num_samples=8_000)
+    for batch in loader:             # dicts of [8, 256] int64 tensors, the layout of helpers.datasets.layout
+        ...
+    state = loader.state_dict()      # small: fingerprint, seed, samples consumed
+    again = make_dataloader(..., same arguments ...)
+    again.load_state_dict(state)     # yields exactly the batches `loader` would have yielded next
+
+A batch is a pure function of (data, seed, step): at step k, rank r of W ranks with per-rank batch B
+gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
+W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
+Batches are counted as they are handed out, not as workers prefetch them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+
+from ..common.errors import UserError
+from ..common.paths import CACHE_DIR
+from ..datasets.layout import BATCH_KEYS
+from .sources import Source, open_source
+
+log = logging.getLogger("helpers.loading.loader")
+if not log.handlers:  # say where the data comes from even when the application configured no logging
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    log.addHandler(_handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+STATE_VERSION = 1
+
+
+class _StepBatches(torch.utils.data.Dataset):
+    """Map-style view a DataLoader (and its workers) index by step: item k is this rank's batch at step k."""
+
+    def __init__(self, source: Source, batch_size: int, rank: int, world_size: int):
+        self.source, self.batch_size, self.rank, self.world_size = source, batch_size, rank, world_size
+
+    def __len__(self) -> int:
+        return len(self.source) // (self.batch_size * self.world_size)
+
+    def sample_ids(self, step: int) -> np.ndarray:
+        first = step * self.world_size * self.batch_size + self.rank * self.batch_size
+        return np.arange(first, first + self.batch_size, dtype=np.int64)
+
+    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+        if not 0 <= step < len(self):
+            raise IndexError(f"step {step} out of range for {len(self)} steps")
+        return self.source.batch(self.sample_ids(step))
+
+
+class TokenBatches:
+    """The iterable `make_dataloader` returns: batches in order from where it stands, and its state."""
+
+    def __init__(self, source: Source, batch_size: int, seed: int, rank: int, world_size: int, num_workers: int,
+                 pin_memory: bool, prefetch_factor: int | None):
+        self.source, self.seed = source, seed
+        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.num_workers, self.pin_memory, self.prefetch_factor = num_workers, pin_memory, prefetch_factor
+        self.steps = _StepBatches(source, batch_size, rank, world_size)
+        if len(self.steps) == 0:
+            raise UserError(f"{len(source)} samples make no full batch of {world_size} x {batch_size}; "
+                            "fix: ask for more samples or a smaller batch")
+        self.step = 0
+
+    def __len__(self) -> int:
+        """Batches in the whole run (not only those left)."""
+        return len(self.steps)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.source.fingerprint()
+
+    def batch_at(self, step: int) -> dict[str, torch.Tensor]:
+        """This rank's batch at `step`, computed directly (no iteration, no workers)."""
+        return self.steps[step]
+
+    def __iter__(self):
+        if self.step >= len(self.steps):
+            return
+        loader = torch.utils.data.DataLoader(
+            self.steps, batch_size=None, sampler=range(self.step, len(self.steps)), num_workers=self.num_workers,
+            pin_memory=self.pin_memory, prefetch_factor=self.prefetch_factor if self.num_workers else None,
+            persistent_workers=False)
+        for batch in loader:
+            self.step += 1
+            yield batch
+
+    def state_dict(self) -> dict:
+        """Small and explicit: which data, which seed, how many samples (all ranks together) were consumed."""
+        return {"version": STATE_VERSION, "fingerprint": self.fingerprint, "seed": self.seed,
+                "samples_consumed": self.step * self.world_size * self.batch_size}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue where `state` stopped, possibly with another batch size or number of ranks."""
+        missing = {"fingerprint", "seed", "samples_consumed"} - set(state)
+        if missing:
+            raise UserError(f"loader state lacks {', '.join(sorted(missing))}; fix: pass what state_dict() returned")
+        if state["fingerprint"] != self.fingerprint:
+            raise UserError(f"loader state is from other data (fingerprint {state['fingerprint']}, this loader's is "
+                            f"{self.fingerprint}); fix: resume with the same data, split, seq_length and sample count")
+        if state["seed"] != self.seed:
+            raise UserError(f"loader state has seed {state['seed']}, this loader {self.seed}; fix: use the same seed")
+        per_step = self.world_size * self.batch_size
+        consumed = int(state["samples_consumed"])
+        if consumed % per_step:
+            raise UserError(f"{consumed} samples consumed is not a whole number of steps of {self.world_size} x "
+                            f"{self.batch_size}; fix: resume with a global batch that divides it")
+        self.step = consumed // per_step
+
+
+def _ranks(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """Explicit rank and world size, else torch.distributed's when it is running, else a single process."""
+    running = torch.distributed.is_available() and torch.distributed.is_initialized()
+    if world_size is None:
+        world_size = torch.distributed.get_world_size() if running else 1
+    if rank is None:
+        rank = torch.distributed.get_rank() if running else 0
+    if not 0 <= rank < world_size:
+        raise UserError(f"rank {rank} is outside world size {world_size}; fix: ranks go from 0 to world_size - 1")
+    return rank, world_size
+
+
+def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "train", seq_length: int = 1024,
+                    batch_size: int = 8, seed: int = 1234, num_samples: int | None = None, num_workers: int = 0,
+                    rank: int | None = None, world_size: int | None = None, source: str = "real",
+                    vocab_size: int | None = None, packing: str | None = None, tokenizer: str | None = None,
+                    eod_id: int | None = None, reset_position_ids: bool = False, eod_mask_loss: bool = False,
+                    cache_dir=CACHE_DIR, pin_memory: bool | None = None,
+                    prefetch_factor: int | None = 4) -> TokenBatches:
+    """Batches of `[batch_size, seq_length]` int64 tensors in the layout of `helpers.datasets.layout`.
+
+    `data_path`: Megatron prefixes or a weighted blend (`["0.7", P1, "0.3", P2]`), a flat `.npy`, or a
+    shard folder with `dataset_metadata.json`. `num_samples` has Megatron's meaning (more than one
+    epoch's worth repeats the data in Megatron's epoch order); None is one epoch. `source="synthetic"`
+    (with `vocab_size`) is the only way to get random tokens; missing real data raises
+    `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
+    """
+    if batch_size < 1 or seq_length < 1:
+        raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
+                        "fix: give both at least 1")
+    rank, world_size = _ranks(rank, world_size)
+    data = open_source(data_path, split, split_name, seq_length, seed, num_samples, source, vocab_size, packing,
+                       tokenizer, eod_id, reset_position_ids, eod_mask_loss,
+                       None if cache_dir is None else str(cache_dir))
+    if data.kind == "synthetic":
+        log.warning(data.describe())
+    else:
+        log.info(data.describe())
+    pin = torch.cuda.is_available() if pin_memory is None else pin_memory
+    return TokenBatches(data, batch_size, seed, rank, world_size, num_workers, pin, prefetch_factor)
+
+
+def samples_for_transformers(loader: TokenBatches, keys=("input_ids", "labels", "position_ids")):
+    """The loader's samples one at a time, as a map-style dataset `transformers.Trainer` can take.
+
+    Our labels are already shifted; `transformers` shifts `labels` again, so each sample also carries
+    them as `shift_labels`, which its causal-LM loss uses as they are.
+    """
+    return _TransformersSamples(loader.source, keys)
+
+
+class _TransformersSamples(torch.utils.data.Dataset):
+    def __init__(self, source: Source, keys):
+        unknown = set(keys) - set(BATCH_KEYS)
+        if unknown:
+            raise UserError(f"unknown batch keys {sorted(unknown)}; fix: choose from {', '.join(BATCH_KEYS)}")
+        self.source, self.keys = source, tuple(keys)
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        batch = self.source.batch(np.array([i]))
+        sample = {k: batch[k][0] for k in self.keys}
+        if "labels" in sample:
+            sample["shift_labels"] = sample["labels"]
+        return sample
+

@@ -1,0 +1,360 @@
+"""Where a loader's samples come from: every seed's format behind one small interface.
+
+A source numbers its samples 0..len-1 and turns any set of sample ids into one batch in the layout
+of `helpers.datasets.layout`. A sample is a pure function of (data, seed, sample id): nothing depends on which
+samples were read before, so a loader resumes anywhere in O(1).
+
+| source | data on disk | sample i |
+|---|---|---|
+| `MegatronSource` | Megatron prefixes or a weighted blend | sample i of `helpers.datasets.blending.build_split`, Megatron's order |
+| `NpySource` | one flat `.npy` of tokens (seed 001) | window `seq_length + 1` of the split, seeded permutation per epoch |
+| `ShardSource` | `dataset_metadata.json` + shards (seed 002) | a random window of a random shard, as a seeded permutation |
+| `PackedSource` | Megatron prefixes or a blend | a row of whole documents packed by `helpers.loading.packing` |
+| `SyntheticSource` | nothing: asked for by name | uniform random ids, seeded by (seed, i) |
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..common.errors import DataNotFoundError, UserError
+from ..datasets.blending import (
+    Blend,
+    blending_indices,
+    build_split,
+    exhaustive_blending_indices,
+    normalize,
+    parse_data_path,
+)
+from ..datasets.formats import METADATA
+from ..datasets.gpt_dataset import SPLITS, GPTDatasetConfig, split_ranges
+from ..datasets.indexed import IndexedDataset, fingerprint
+from ..datasets.layout import from_windows
+from ..datasets.sidecar import data_facts
+from .packing import pack, rows_batch
+
+
+def _digest(content: dict) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=4)
+def _epoch_permutation(seed: int, salt: int, epoch: int, size: int) -> np.ndarray:
+    """The order of `size` items in one epoch: a seeded permutation, the same in every process."""
+    return np.random.default_rng([seed, salt, epoch]).permutation(size)
+
+
+def _permuted(sample_ids: np.ndarray, size: int, seed: int, salt: int = 0) -> np.ndarray:
+    """Item of each sample id when epochs of `size` items follow one another, each in its own order."""
+    epochs, slots = np.divmod(sample_ids, size)
+    out = np.empty_like(sample_ids)
+    for epoch in np.unique(epochs):
+        chosen = epochs == epoch
+        out[chosen] = _epoch_permutation(seed, salt, int(epoch), size)[slots[chosen]]
+    return out
+
+
+def _window_samples(num_samples: int | None, windows: int, what: str) -> int:
+    if windows < 1:
+        raise UserError(f"{what} holds no window of the asked length; fix: lower seq_length or use more data")
+    return windows if num_samples is None else int(num_samples)
+
+
+class Source:
+    """Samples numbered 0..len-1, each a pure function of the data, the seed and its number."""
+
+    kind: str
+    seq_length: int
+    eod_id: int | None = None
+    vocab_size: int | None = None
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def fingerprint(self) -> str:
+        """What the samples depend on besides the seed; a resume state from other data is refused."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line: where the data comes from."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- Megatron prefixes and blends
+
+
+class MegatronSource(Source):
+    """Megatron's GPT samples of one split of a `--data-path` (one prefix or a weighted blend)."""
+
+    kind = "megatron"
+
+    def __init__(self, blend: Blend, split: str, split_name: str, num_samples: int | None,
+                 config: GPTDatasetConfig, facts: dict):
+        self.blend, self.split, self.split_name, self.config, self.facts = blend, split, split_name, config, facts
+        self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.get("vocab_size")
+        if num_samples is None and blend.weights is not None and len(blend.prefixes) > 1:
+            num_samples = self._one_pass(blend, split, split_name, config)
+        self.dataset = build_split(blend, split, split_name, num_samples, config)
+        self.num_samples = len(self.dataset) if num_samples is None else min(int(num_samples), len(self.dataset))
+
+    @staticmethod
+    def _one_pass(blend: Blend, split: str, split_name: str, config: GPTDatasetConfig) -> int:
+        """A weighted blend asked for 'one epoch': as many samples as its datasets hold together."""
+        index = SPLITS.index(split_name)
+        total = 0
+        for prefix in blend.prefixes:
+            indexed = IndexedDataset(prefix)
+            span = split_ranges(split, len(indexed))[index]
+            if span is not None:
+                total += max(int(indexed.sequence_lengths[span[0]:span[1]].sum(dtype=np.int64)) - 1, 0)
+        return max(total // config.seq_length, 1)
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        return self.dataset.batch(sample_ids)
+
+    def fingerprint(self) -> str:
+        return _digest({"kind": self.kind, "data": [fingerprint(p) for p in self.blend.prefixes],
+                        "weights": self.blend.weights, "split": self.split, "split_name": self.split_name,
+                        "seq_length": self.seq_length, "samples": self.num_samples,
+                        "options": [self.config.reset_position_ids, self.config.eod_mask_loss]})
+
+    def describe(self) -> str:
+        weights = self.blend.weights or ["by size"] * len(self.blend.prefixes)
+        parts = ", ".join(f"{w if isinstance(w, str) else round(w, 3)} x {Path(p).name}"
+                          for w, p in zip(weights, self.blend.prefixes))
+        opened = [IndexedDataset(p) for p in self.blend.prefixes]
+        documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
+        return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
+                f" in all), tokenizer {self.facts.get('tokenizer', '?')} ({self.facts.get('source', '?')})")
+
+
+# ---------------------------------------------------------------- a flat .npy (seed 001)
+
+
+class NpySource(Source):
+    """Fixed windows of a flat token `.npy`, overlapping by one token, shuffled per epoch.
+
+    Opened with `np.load(mmap_mode="r")`, which reads the npy header: an `np.memmap(dtype=...)` of the
+    same file would read the header's bytes as tokens.
+    """
+
+    kind = "npy"
+
+    def __init__(self, path: Path, split: str, split_name: str, num_samples: int | None, seq_length: int,
+                 seed: int, eod_id: int | None):
+        self.path, self.seq_length, self.seed = Path(path), seq_length, seed
+        self.tokens = np.load(self.path, mmap_mode="r")
+        if self.tokens.ndim != 1 or self.tokens.dtype.kind not in "iu":
+            raise UserError(f"{self.path}: a {self.tokens.ndim}-D {self.tokens.dtype} array; fix: give a flat "
+                            "integer token array")
+        sidecar = Path(f"{self.path}.json")
+        meta = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+        self.eod_id = eod_id if eod_id is not None else meta.get("eod_id")
+        windows = (self.tokens.size - 1) // seq_length
+        span = split_ranges(split, windows)[SPLITS.index(split_name)]
+        if span is None:
+            raise UserError(f"--split {split} gives the {split_name} split no share; fix: give it a positive share")
+        self.first_window, self.windows = span[0], span[1] - span[0]
+        self.num_samples = _window_samples(num_samples, self.windows, f"{self.path} ({split_name} split)")
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.windows, self.seed)
+        index = (window * self.seq_length)[:, None] + np.arange(self.seq_length + 1)
+        return from_windows(np.asarray(self.tokens[index], dtype=np.int64), self.eod_id)
+
+    def fingerprint(self) -> str:
+        return _digest({"kind": self.kind, "size": self.path.stat().st_size, "tokens": int(self.tokens.size),
+                        "window": [self.first_window, self.windows], "seq_length": self.seq_length,
+                        "samples": self.num_samples})
+
+    def describe(self) -> str:
+        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.windows:,} windows "
+                f"of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
+
+
+# ---------------------------------------------------------------- shards (seed 002)
+
+
+class ShardSource(Source):
+    """Windows inside the shards of one split (`train/` or `val/`), a random shard and a random window each
+    time, drawn as a seeded permutation of every (shard, window) pair so that it resumes exactly."""
+
+    kind = "shards"
+
+    def __init__(self, folder: Path, split_name: str, num_samples: int | None, seq_length: int, seed: int,
+                 eod_id: int | None):
+        self.folder, self.seq_length, self.seed = Path(folder), seq_length, seed
+        meta = json.loads((self.folder / METADATA).read_text())
+        directory = {"train": "train/", "valid": "val/"}.get(split_name)
+        if directory is None:
+            raise UserError(f"{self.folder}: shards have train/ and val/ only, not a {split_name} split; "
+                            "fix: ask for split_name='train' or 'valid'")
+        self.shards = [s for s in meta["shards"] if s["file"].startswith(directory)]
+        self.dtype = np.dtype(meta["dtype"])
+        self.eod_id = eod_id if eod_id is not None else meta.get("eod_id")
+        per_shard = np.array([max((s["tokens"] - 1) // seq_length, 0) for s in self.shards], dtype=np.int64)
+        self.window_starts = np.concatenate([[0], np.cumsum(per_shard)])
+        self.windows = int(self.window_starts[-1])
+        self.num_samples = _window_samples(num_samples, self.windows, f"{self.folder}/{directory}")
+        self._maps: dict[int, np.ndarray] = {}
+
+    def _shard(self, k: int) -> np.ndarray:
+        if k not in self._maps:
+            self._maps[k] = np.memmap(self.folder / self.shards[k]["file"], dtype=self.dtype, mode="r")
+        return self._maps[k]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_maps": {}}  # workers map the shards themselves
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        window = _permuted(np.asarray(sample_ids, np.int64), self.windows, self.seed)
+        shard = np.searchsorted(self.window_starts, window, side="right") - 1
+        start = (window - self.window_starts[shard]) * self.seq_length
+        out = np.empty((window.size, self.seq_length + 1), dtype=np.int64)
+        for k in np.unique(shard):
+            chosen = shard == k
+            out[chosen] = self._shard(int(k))[start[chosen][:, None] + np.arange(self.seq_length + 1)]
+        return from_windows(out, self.eod_id)
+
+    def fingerprint(self) -> str:
+        return _digest({"kind": self.kind, "shards": self.shards, "dtype": self.dtype.name,
+                        "seq_length": self.seq_length, "samples": self.num_samples})
+
+    def describe(self) -> str:
+        return (f"real data: {len(self.shards)} shards in {self.folder} ({self.windows:,} windows of "
+                f"{self.seq_length + 1}, {self.dtype.name}), EOD {self.eod_id}")
+
+
+# ---------------------------------------------------------------- packed rows of whole documents
+
+
+class PackedSource(Source):
+    """Rows of whole documents (pieces of `seq_length` for longer ones) packed per dataset with
+    `helpers.loading.packing`, blended row by row by the weights; each dataset's rows reshuffled every epoch."""
+
+    kind = "packed"
+
+    def __init__(self, blend: Blend, split: str, split_name: str, num_samples: int | None, seq_length: int,
+                 seed: int, strategy: str, eod_id: int | None, pad_id: int):
+        self.blend, self.split, self.split_name = blend, split, split_name
+        self.seq_length, self.seed, self.strategy, self.eod_id, self.pad_id = seq_length, seed, strategy, eod_id, pad_id
+        index = SPLITS.index(split_name)
+        self.datasets, self.plans, self.first_sequence = [], [], []
+        for k, prefix in enumerate(blend.prefixes):
+            indexed = IndexedDataset(prefix)
+            span = split_ranges(split, len(indexed))[index]
+            if span is None or span[1] <= span[0]:
+                if blend.weights is None or blend.weights[k] > 0:
+                    raise UserError(f"{prefix}: the {split_name} split of --split {split} holds no document; "
+                                    "fix: give it a larger share")
+                span = (0, 0)  # weight 0: never drawn, so an empty split is no loss (as in the GPT samples)
+            self.datasets.append(indexed)
+            self.first_sequence.append(span[0])
+            self.plans.append(pack(indexed.sequence_lengths[span[0]:span[1]], seq_length, strategy, overlong="split"))
+        rows = [plan.rows for plan in self.plans]
+        if blend.weights is None:
+            self.num_samples = sum(rows) if num_samples is None else int(num_samples)
+            weights = normalize(rows)
+        else:
+            weights = blend.weights
+            self.num_samples = int(num_samples) if num_samples is not None else \
+                max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
+        if blend.weights is None and self.num_samples == sum(rows):
+            self.dataset_index, self.dataset_row = exhaustive_blending_indices(rows)
+        else:
+            self.dataset_index, self.dataset_row = blending_indices(weights, self.num_samples)
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        rows = []
+        for sample in np.asarray(sample_ids, np.int64):
+            k = int(self.dataset_index[sample])
+            plan, data, first = self.plans[k], self.datasets[k], self.first_sequence[k]
+            row = int(_permuted(np.array([self.dataset_row[sample]]), plan.rows, self.seed, salt=k + 1)[0])
+            rows.append([data.get(first + d, start, length) for d, start, length in plan.segments_of_row(row)])
+        return rows_batch(rows, self.seq_length, self.pad_id)
+
+    def fingerprint(self) -> str:
+        return _digest({"kind": self.kind, "data": [fingerprint(p) for p in self.blend.prefixes],
+                        "weights": self.blend.weights, "split": self.split, "split_name": self.split_name,
+                        "seq_length": self.seq_length, "strategy": self.strategy, "samples": self.num_samples})
+
+    def describe(self) -> str:
+        rows = ", ".join(f"{Path(p).name}: {plan.rows:,} rows" for p, plan in zip(self.blend.prefixes, self.plans))
+        return f"real data, packed ({self.strategy}, {self.seq_length} tokens a row): {self.split_name} split, {rows}"
+
+
+# ---------------------------------------------------------------- synthetic, by name only
+
+
+class SyntheticSource(Source):
+    """Uniform random ids in [0, vocab_size): no text at all. A model cannot beat ln(vocab_size) on it."""
+
+    kind = "synthetic"
+
+    def __init__(self, vocab_size: int, num_samples: int, seq_length: int, seed: int):
+        if not vocab_size or vocab_size < 2:
+            raise UserError("synthetic data needs vocab_size (at least 2); fix: pass vocab_size=len(tokenizer)")
+        if num_samples is None:
+            raise UserError("synthetic data has no epoch; fix: pass num_samples (steps x batch size)")
+        self.vocab_size, self.num_samples, self.seq_length, self.seed = int(vocab_size), int(num_samples), seq_length, seed
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        windows = np.stack([np.random.default_rng([self.seed, 0x5EED, int(i)]).integers(
+            0, self.vocab_size, self.seq_length + 1) for i in np.asarray(sample_ids)])
+        return from_windows(windows, None)
+
+    def fingerprint(self) -> str:
+        return _digest({"kind": self.kind, "vocab_size": self.vocab_size, "seq_length": self.seq_length,
+                        "samples": self.num_samples})
+
+    def describe(self) -> str:
+        return (f"SYNTHETIC DATA, asked for by name: uniform random ids in [0, {self.vocab_size:,}), no text; "
+                f"the loss cannot fall below ln V = {math.log(self.vocab_size):.3f}")
+
+
+# ---------------------------------------------------------------- telling formats apart
+
+
+def open_source(data_path, split: str, split_name: str, seq_length: int, seed: int, num_samples: int | None,
+                source: str = "real", vocab_size: int | None = None, packing: str | None = None,
+                tokenizer: str | None = None, eod_id: int | None = None, reset_position_ids: bool = False,
+                eod_mask_loss: bool = False, cache_dir: str | None = None) -> Source:
+    """The source `data_path` names, told apart by what is on disk: a `.npy` file, a folder with
+    `dataset_metadata.json`, else Megatron prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them)."""
+    if source == "synthetic":
+        return SyntheticSource(vocab_size, num_samples, seq_length, seed)
+    if source != "real":
+        raise UserError(f"source must be 'real' or 'synthetic', got {source!r}; "
+                        "fix: source='real' (or 'synthetic' with vocab_size, for random tokens)")
+    if data_path is None or (isinstance(data_path, (list, tuple)) and not data_path):
+        raise DataNotFoundError("no data_path given for real data; fix: pass Megatron prefixes (make them with "
+                                "python -m helpers.preprocess), or ask for source='synthetic' by name")
+    single = Path(str(data_path)) if isinstance(data_path, (str, Path)) and " " not in str(data_path) else None
+    if single is not None and single.suffix == ".npy":
+        if not single.exists():
+            raise DataNotFoundError(f"{single}: no such token file; fix: make it with python -m helpers.preprocess "
+                                    "--format npy, or correct the path")
+        return NpySource(single, split, split_name, num_samples, seq_length, seed, eod_id)
+    if single is not None and single.is_dir():
+        if not (single / METADATA).exists():
+            raise DataNotFoundError(f"{single / METADATA}: no such file; fix: make shards with python -m "
+                                    "helpers.preprocess --format shards, or point at a Megatron prefix")
+        return ShardSource(single, split_name, num_samples, seq_length, seed, eod_id)
+    blend = parse_data_path([str(data_path)] if isinstance(data_path, Path) else data_path)
+    facts = data_facts(blend.prefixes[0], tokenizer)
+    eod = eod_id if eod_id is not None else facts.get("eod_id")
+    if packing is not None:
+        return PackedSource(blend, split, split_name, num_samples, seq_length, seed, packing, eod,
+                            pad_id=eod if eod is not None else 0)
+    config = GPTDatasetConfig(seq_length, seed, eod, reset_position_ids, eod_mask_loss, cache_dir)
+    return MegatronSource(blend, split, split_name, num_samples, config, facts)

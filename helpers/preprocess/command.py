@@ -1,0 +1,252 @@
+"""JSONL → Megatron `.bin/.idx`, byte-identical to Megatron-LM's `tools/preprocess_data.py`, and faster.
+
+    python -m helpers.preprocess --input data/raw/literature.jsonl --output-prefix data/megatron/literature \\
+        --tokenizer llama3 --json-keys text --workers 2 --append-eod
+
+Same flags as Megatron where Megatron has them; output `{prefix}_{key}_document.bin/.idx`, and beside it a
+JSON sidecar `{prefix}_{key}_document.json` naming the tokenizer (see `helpers.datasets.sidecar`). Per document:
+the ids of the text (no BOS), then the EOD id with `--append-eod`; an empty text adds a document
+boundary and no sequence; a list of strings is read as Megatron's tool reads it, one sequence per
+non-empty string, the EOD at the end of the last. Lines and records follow `helpers.corpus.jsonl`: a bare CR
+ends a line (as in Megatron's text-mode reader), a BOM at the start of the file is skipped, a lone
+surrogate is a bad record. `--format npy` and `--format shards` need `--append-eod` and refuse data whose
+documents EOD cannot mark (see `helpers.datasets.formats`). Differences, all on purpose:
+
+- special-token strings written in a text stay text (Megatron's Hugging Face path turns
+  "<|end_of_text|>" into a real EOD mid-document); `--parse-special-tokens` does as Megatron does,
+  and the summary counts the documents that contain such strings either way;
+- a bad record stops the run with one line naming file and line, and leaves no output behind
+  (`--skip-bad-records` skips, counts and reports them instead); blank lines are counted and skipped;
+- speed: the main process streams batches of raw lines to worker processes that parse and encode
+  them with the zoo's fastest correct encoder and send back numpy arrays (with `--workers 1` it
+  encodes them itself); memory stays flat;
+- `--partitions P` cuts the input into P contiguous byte ranges (each cut just after a newline) and runs
+  them at the same time, each in its own process with its share of the workers; the parts are merged in
+  input order, so the output is byte-identical to one pass, and line numbers and counts are the whole
+  file's. Megatron's tool deals lines round-robin to its partitions instead, which reorders the documents
+  unless `--keep-sequential-samples`. A `.gz` input has no byte offsets to cut at: it runs as one
+  partition with all the workers, and says so;
+- `--engine ray` runs the P byte ranges as Ray tasks instead, each encoding its range in its own worker
+  process, as many at a time as Ray has CPUs: on a Ray started for the run with `--workers` CPUs (P may
+  exceed it), or on the cluster at `--ray-address HEAD:6379`. The driver merges the parts in input
+  order, so the bytes are the same as the local engine's. On a real cluster the input, the output folder
+  and `data/tokenizers` must be on storage every node sees at the same path, and `helpers` must be
+  installed on every node (`pip install -e '.[ray]'`);
+- a failed, interrupted (Ctrl-C: exit 130) or terminated (SIGTERM: exit 143) run removes every temporary
+  file, partitions and worker processes included; one killed outright (SIGKILL) cannot, so the next run
+  for the same prefix removes what dead processes left (never the files of a process still running).
+  Outputs move into place only when all of them are complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..common.errors import UserError
+from ..common.progress import progress_bar
+from ..corpus.jsonl import check_json_keys
+from ..corpus.ranges import check_input, plan_ranges
+from ..datasets.indexed import IndexedDataset, remove_stale_temporaries
+from ..datasets.sidecar import FORMAT, tokenizer_identity
+from ..engines.ray_cluster import ENGINES, require_ray
+from ..tokenizers.zoo import load_tokenizer
+from .outputs import remove_dataset, write_datasets
+from .partitions import preprocess_partitions, run_parts_locally
+from .ray_runner import run_parts_on_ray
+from .summary import Summary, require_documents
+from .workers import RunSettings, encode_range
+
+
+def output_prefix(prefix: str | os.PathLike, key: str) -> Path:
+    """Megatron's naming: `{prefix}_{key}_document`."""
+    return Path(f"{prefix}_{key}_document")
+
+
+def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokenizer: str,
+               json_keys: tuple[str, ...] = ("text",), workers: int = 1, append_eod: bool = False,
+               parse_special_tokens: bool = False, skip_bad_records: bool = False, partitions: int = 1,
+               log_interval: int = 0, progress: bool = True, engine: str = "local",
+               ray_address: str | None = None) -> Summary:
+    """Tokenize a JSONL file into one Megatron indexed dataset per key; see the module docstring."""
+    input_path = Path(input_path)
+    json_keys = check_json_keys(json_keys)
+    if engine not in ENGINES:
+        raise UserError(f"--engine {engine}: no such engine; fix: choose one of {', '.join(ENGINES)}")
+    if workers < 1 or partitions < 1:
+        raise UserError(f"--workers {workers} --partitions {partitions}: both must be at least 1; "
+                        "fix: pass --workers 1 or more (one per CPU core is usual) and --partitions 1 or more")
+    if ray_address is not None and engine != "ray":
+        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
+                        "--ray-address")
+    if engine == "ray":
+        require_ray()  # before any work: a run that cannot start says so at once
+    if engine == "local" and partitions > workers:
+        raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
+                        f"not {workers}; fix: raise --workers or lower --partitions")
+    check_input(input_path)
+    made_by = load_tokenizer(tokenizer)
+    settings = RunSettings(tokenizer, tuple(json_keys), append_eod, parse_special_tokens, skip_bad_records,
+                           made_by.megatron_dtype.name)
+    prefixes = {key: output_prefix(prefix, key) for key in json_keys}
+    for final in prefixes.values():
+        remove_stale_temporaries(final)
+    ranges = plan_ranges(input_path, partitions)
+    if partitions > 1 and input_path.suffix == ".gz":
+        alone = "as one Ray task" if engine == "ray" else f"as one partition with all {workers} workers"
+        print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs {alone}",
+              file=sys.stderr)
+
+    def describe(key: str, written: Path) -> dict:
+        return sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens)
+
+    start = time.perf_counter()
+    meter = None
+    try:
+        meter = _Progress(input_path, progress, log_interval)
+        if engine == "ray":
+            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
+                                            run_parts_on_ray(settings, input_path, cuts, parts, meter, ray_address,
+                                                             workers))
+        elif len(ranges) == 1:
+            summary = write_datasets(prefixes, settings.dtype, describe, lambda writers: require_documents(
+                encode_range(settings, input_path, ranges[0], writers, workers, meter.report), input_path))
+        else:
+            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
+                                            run_parts_locally(settings, input_path, cuts, parts, workers, meter))
+    finally:
+        if meter is not None:
+            meter.close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def sidecar_content(prefix: str | os.PathLike, tokenizer, key: str, input_path: Path, append_eod: bool,
+                    parse_special_tokens: bool) -> dict:
+    """What the sidecar of a finished output says: tokenizer, flags, input, and counts read from its `.idx`."""
+    written = IndexedDataset(prefix)
+    return {"format": FORMAT, "tokenizer": tokenizer_identity(tokenizer), "dtype": written.dtype.name,
+            "append_eod": append_eod, "parse_special_tokens": parse_special_tokens, "json_key": key,
+            "inputs": [{"path": str(input_path), "bytes": input_path.stat().st_size}],
+            "documents": written.document_count, "sequences": len(written), "tokens": written.num_tokens,
+            "created_by": "helpers.preprocess"}
+
+
+class _Progress:
+    """The one progress bar of a run over the whole input (or, with `progress` off, a log line every
+    `log_interval` documents)."""
+
+    def __init__(self, path: Path, progress: bool, log_interval: int):
+        total = None if path.suffix == ".gz" else path.stat().st_size
+        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
+        self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
+        self.start = time.perf_counter()
+        self.bytes = 0
+
+    def report(self, summary: Summary) -> None:
+        """Move to the totals in `summary` (of the whole input so far)."""
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        self.bar.update(summary.bytes_read - self.bytes)
+        self.bytes = summary.bytes_read
+        self.bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}", tok_s=f"{summary.tokens / elapsed:,.0f}",
+                             refresh=False)
+        if self.log_interval and not self.progress and summary.documents >= self.next_log:
+            print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
+                  f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
+            self.next_log = (summary.documents // self.log_interval + 1) * self.log_interval
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, type=Path, help="JSONL file (.gz allowed)")
+    parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
+    parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
+    parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="encoding processes on this machine; with --engine ray, the CPUs of the Ray it "
+                             "starts here (none with --ray-address)")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="cut the input into this many contiguous byte ranges (at line ends), run at the same "
+                             "time with the workers shared among them; the output is byte-identical to one pass. "
+                             "(Megatron's tool deals lines round-robin, which reorders documents unless "
+                             "--keep-sequential-samples.) A .gz input runs as one partition")
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="local: processes on this machine (default); ray: each of the --partitions byte ranges "
+                             "is one Ray task (one encoder each, as many at a time as Ray has CPUs) on a Ray "
+                             "started here for the run with --workers CPUs, or on the cluster at --ray-address; "
+                             "the same bytes either way. "
+                             "On a cluster the input, the output folder and data/tokenizers must be on storage every "
+                             "node sees at the same path, and helpers installed on every node")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="with --engine ray: join the running cluster at this address (HEAD_IP:6379, as "
+                             "`ray start --head` prints it) instead of starting Ray on this machine")
+    parser.add_argument("--append-eod", action="store_true", help="append the EOD id to each non-empty document")
+    parser.add_argument("--parse-special-tokens", action="store_true",
+                        help="turn special-token strings in the text into their ids (what Megatron does)")
+    parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, counting each kind")
+    parser.add_argument("--log-interval", type=int, default=1000, help="documents between log lines (no progress bar)")
+    parser.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
+    parser.add_argument("--format", choices=["megatron", "npy", "shards"], default="megatron",
+                        help="megatron .bin/.idx (default), one flat .npy, or fixed-size shards with train/val")
+    parser.add_argument("--tokens-per-shard", type=int, default=10_000_000, help="with --format shards")
+    parser.add_argument("--val-fraction", type=float, default=0.05, help="share of shards in val/ (--format shards)")
+    parser.add_argument("--shard-dtype", default=None, help="shard dtype, e.g. uint32 (default: Megatron's choice)")
+    args = parser.parse_args(argv)
+    if args.format != "megatron" and not args.append_eod:
+        raise UserError(f"--format {args.format} needs --append-eod: a flat token stream tells documents apart only "
+                        "by EOD; fix: add --append-eod, or keep --format megatron")
+    target = args.output_prefix
+    if args.format != "megatron":
+        remove_stale_temporaries(args.output_prefix)
+        target = _conversion_prefix(args.output_prefix)
+    summary = preprocess(args.input, target, args.tokenizer, tuple(args.json_keys), args.workers,
+                         args.append_eod, args.parse_special_tokens, args.skip_bad_records, args.partitions,
+                         args.log_interval, progress=not args.no_progress, engine=args.engine,
+                         ray_address=args.ray_address)
+    if args.format != "megatron":
+        summary.outputs = convert_outputs(summary.outputs, args.output_prefix, args.format, args.tokenizer,
+                                          args.tokens_per_shard, args.val_fraction, args.shard_dtype, args.input)
+    for line in summary.lines():
+        print(line)
+    return 0
+
+
+def _conversion_prefix(prefix: str | os.PathLike) -> Path:
+    """Where `--format npy/shards` first writes the indexed data it converts: a hidden name ending in this
+    process's id, so that after a SIGKILL the next run for the same prefix removes it (see
+    `remove_stale_temporaries`), and it never looks like a finished output."""
+    prefix = Path(prefix)
+    hidden = prefix.name if prefix.name.startswith(".") else f".{prefix.name}"
+    return prefix.with_name(f"{hidden}.indexed.tmp-{os.getpid()}")
+
+
+def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer: str, tokens_per_shard: int,
+                    val_fraction: float, shard_dtype: str | None,
+                    source: str | os.PathLike | None = None) -> dict[str, str]:
+    """Turn each key's indexed output into `{prefix}_{key}.npy` or `{prefix}_{key}_shards/`, then remove it.
+    Every output is checked before any is written: a layout that would lose documents is refused, in a
+    line naming `source` (the input the data was made from, which the sidecars name too)."""
+    from ..datasets.formats import indexed_to_npy, indexed_to_shards, require_boundaries
+
+    eod_id = load_tokenizer(tokenizer).eod_id
+    converted = {}
+    try:
+        for key, indexed in outputs.items():
+            require_boundaries(IndexedDataset(indexed), eod_id, f"--format {layout}", f"{source or indexed} ('{key}')")
+        for key, indexed in outputs.items():
+            if layout == "npy":
+                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_id, source))
+            else:
+                converted[key] = str(indexed_to_shards(indexed, f"{prefix}_{key}_shards", tokens_per_shard,
+                                                       val_fraction, shard_dtype, eod_id, source))
+    finally:
+        for indexed in outputs.values():
+            remove_dataset(indexed)
+    return converted
+

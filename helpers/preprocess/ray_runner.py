@@ -1,0 +1,64 @@
+"""The Ray engine of `--partitions`: each byte range is one Ray task that encodes it, in its own worker
+process with one encoder, into its part files; the driver (`preprocess_partitions`) merges them.
+
+A task gets absolute paths and a tokenizer name that loads anywhere (a zoo name, or a folder's absolute
+path): it may run on another node, which must see the input, the output folder and `data/tokenizers` at
+the same paths. A worker process loads the tokenizer once (`load_tokenizer` caches it) and keeps it for
+every task it runs. A task Ray runs again simply writes its part again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from ..datasets.sidecar import recorded_name
+from ..engines.ray_cluster import ray_map, ray_session
+from ..tokenizers.zoo import load_tokenizer
+from .outputs import write_datasets
+from .summary import Summary, combine_counts
+from .workers import RunSettings, encode_range
+
+
+@dataclasses.dataclass(frozen=True)
+class PartTask:
+    """One byte range of the input and where its part goes: all a Ray task needs, picklable."""
+
+    settings: RunSettings
+    path: Path
+    byte_range: tuple[int, int | None]
+    prefixes: dict[str, Path]
+
+
+def encode_part(task: PartTask) -> Summary:
+    """In a Ray worker: one byte range into finished part files (moved into place only when complete);
+    its counts."""
+    return write_datasets(task.prefixes, task.settings.dtype, None, lambda writers: encode_range(
+        task.settings, task.path, task.byte_range, writers, 1, _no_report))
+
+
+def _no_report(summary: Summary) -> None:
+    """A task's progress stays in its worker; the driver's bar moves as whole parts finish."""
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def run_parts_on_ray(settings: RunSettings, path: Path, ranges: list, parts: list[dict], meter,
+                     address: str | None, local_cpus: int) -> list[Summary]:
+    """The Ray engine: one task per byte range, on the cluster at `address` (None: the Ray this process
+    already runs, or one started on this machine with `local_cpus`); the bar (`meter`) moves by each part's
+    bytes as it finishes. Their counts, in range order."""
+    settings = dataclasses.replace(settings, tokenizer=recorded_name(load_tokenizer(settings.tokenizer)))
+    tasks = [PartTask(settings, _absolute(path), byte_range, {key: _absolute(prefix) for key, prefix in part.items()})
+             for byte_range, part in zip(ranges, parts)]
+    finished: list[Summary] = []
+
+    def on_done(index: int, summary: Summary) -> None:
+        finished.append(summary)
+        meter.report(combine_counts(finished, {}, settings.dtype))
+
+    with ray_session(address, num_cpus=None if address else local_cpus):
+        return ray_map(encode_part, tasks, on_done)

@@ -1,0 +1,206 @@
+"""The worker side of preprocessing: settings every worker gets, batches of raw lines parsed and encoded
+into numpy arrays (in a pool of worker processes, or in this process with one worker), and one byte
+range of the input encoded into the writers in input order."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections import Counter, deque
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..common.stop_signals import check_signals, die_with_parent, signals_held
+from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
+from ..corpus.ranges import batches
+from ..datasets.indexed import IndexedWriter
+from ..engines.local import process_context
+from ..tokenizers.zoo import load_tokenizer
+from .summary import FIRST_SKIPS, Summary
+
+IN_FLIGHT_PER_WORKER = 4
+
+
+@dataclass
+class BatchResult:
+    """What a worker sends back for one batch of lines: arrays per key, and counts."""
+
+    ids: dict[str, np.ndarray]
+    lengths: dict[str, np.ndarray]
+    lines: int
+    bytes: int
+    blank_lines: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    first_skips: list = field(default_factory=list)
+    special_documents: int = 0
+    sequence_lengths: dict[str, np.ndarray] = field(default_factory=dict)  # only where a list made several
+
+
+@dataclass
+class RunSettings:
+    """Everything a worker needs, picklable."""
+
+    tokenizer: str
+    json_keys: tuple[str, ...]
+    append_eod: bool
+    parse_special: bool
+    skip_bad_records: bool
+    dtype: str
+
+
+_worker: dict = {}
+
+
+def _init_worker(settings: RunSettings) -> None:
+    tokenizer = load_tokenizer(settings.tokenizer)
+    specials = sorted(tokenizer.special_tokens, key=len, reverse=True)
+    _worker.update(settings=settings, tokenizer=tokenizer,
+                   special_pattern=re.compile("|".join(map(re.escape, specials))) if specials else None)
+
+
+def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
+    """Parse and encode one batch of raw lines (runs in a worker process); the rules for lines and
+    records are `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
+    source, first_line, lines = task
+    settings: RunSettings = _worker["settings"]
+    result = BatchResult(ids={}, lengths={}, lines=len(lines), bytes=sum(map(len, lines)))
+    records: list[dict] = []
+    for number, place, line in numbered_lines(lines, first_line):
+        if is_blank(line):
+            result.blank_lines += 1
+            continue
+        try:
+            record = parse_record(line, settings.json_keys, allow_lists=True)
+        except BadRecord as bad:
+            where = f"{location(source, number, place)}: {bad.reason}"
+            if not settings.skip_bad_records:
+                raise UserError(where) from None
+            result.skipped[bad.kind] += 1
+            if len(result.first_skips) < FIRST_SKIPS:
+                result.first_skips.append(where)
+            continue
+        records.append(record)
+        result.special_documents += _holds_special_strings(record, settings.json_keys)
+    for key in settings.json_keys:
+        _encode_field(result, key, [record[key] for record in records])
+    return result
+
+
+def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
+    pattern = _worker["special_pattern"]
+    if pattern is None:
+        return False
+    return any(pattern.search(text) for key in keys for text in _texts(record[key]))
+
+
+def _texts(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+def _encode_document(value: str | list[str]) -> list[list[int]]:
+    """A document's sequences, as Megatron's tool makes them: one per non-empty string of a list (a
+    string is a list of one), and the EOD id at the end of the last one with `--append-eod`."""
+    settings: RunSettings = _worker["settings"]
+    tokenizer = _worker["tokenizer"]
+    sequences = [ids for ids in (tokenizer.encode(text, parse_special=settings.parse_special)
+                                 for text in _texts(value)) if ids]
+    if sequences and settings.append_eod:
+        sequences[-1].append(tokenizer.eod_id)
+    return sequences
+
+
+def _encode_field(result: BatchResult, key: str, values: list) -> None:
+    """Encode one field of every good record of a batch into `result`: ids, document lengths, and the
+    sequence lengths too when a list made a document of several sequences."""
+    documents = [_encode_document(value) for value in values]
+    sequences = [ids for document in documents for ids in document]
+    sequence_lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    flat = np.fromiter((i for ids in sequences for i in ids), dtype=np.int64, count=int(sequence_lengths.sum()))
+    _check_vocabulary(flat)
+    result.ids[key] = flat.astype(_worker["settings"].dtype)
+    result.lengths[key] = np.fromiter((sum(map(len, document)) for document in documents), dtype=np.int64,
+                                      count=len(documents))
+    if len(sequences) != np.count_nonzero(result.lengths[key]):
+        result.sequence_lengths[key] = sequence_lengths
+
+
+def _check_vocabulary(ids: np.ndarray) -> None:
+    """Refuse ids the tokenizer's own vocabulary does not have: cast to the dtype, they would wrap around."""
+    vocab_size = _worker["tokenizer"].vocab_size
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+        raise UserError(f"tokenizer {_worker['settings'].tokenizer} produced id {bad}, outside its vocabulary of "
+                        f"{vocab_size} ids; fix: repair the tokenizer (its vocabulary size must exceed every id it "
+                        "produces), e.g. export it again")
+
+
+def _bounded_map(pool, function, tasks: Iterator, limit: int) -> Iterator:
+    """Results in task order with at most `limit` tasks in flight, so memory stays flat."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(function, (task,)))
+        if len(pending) >= limit:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+def _start_worker(settings: RunSettings, parent_pid: int) -> None:
+    """A pool worker: Ctrl-C and SIGTERM are for its parent to handle (which then stops the pool), and it
+    dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent_pid, signal.SIGKILL)
+    _init_worker(settings)
+
+
+def _encoded(settings: RunSettings, tasks: Iterator, workers: int) -> Iterator[BatchResult]:
+    """The batches encoded, in order: in this process with one worker (no copies to and fro), else in a
+    pool of `workers` processes."""
+    if workers == 1:
+        _init_worker(settings)
+        yield from map(_encode_batch, tasks)
+        return
+    pool = None
+    try:
+        with signals_held():
+            pool = process_context().Pool(workers, initializer=_start_worker, initargs=(settings, os.getpid()))
+        yield from _bounded_map(pool, _encode_batch, tasks, workers * IN_FLIGHT_PER_WORKER)
+    finally:
+        if pool is not None:
+            pool.terminate()
+
+
+def _count_batch(summary: Summary, result: BatchResult, first_key: str) -> None:
+    """Add one encoded batch to the counts of its range (documents are counted on the first key)."""
+    lengths = result.lengths[first_key]
+    summary.documents += int(lengths.size)
+    summary.empty_documents += int((lengths == 0).sum())
+    summary.tokens += sum(int(ids.size) for ids in result.ids.values())
+    summary.bytes_read += result.bytes
+    summary.blank_lines += result.blank_lines
+    summary.special_documents += result.special_documents
+    for kind, count in result.skipped.items():
+        summary.skipped[kind] = summary.skipped.get(kind, 0) + count
+    summary.first_skipped.extend(result.first_skips[: max(0, FIRST_SKIPS - len(summary.first_skipped))])
+
+
+def encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int | None],
+                 writers: dict[str, IndexedWriter], workers: int, report: Callable[[Summary], None]) -> Summary:
+    """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
+    summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
+    with closing(_encoded(settings, batches(path, *byte_range), workers)) as results:
+        for result in results:
+            for key, writer in writers.items():
+                writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))
+            _count_batch(summary, result, settings.json_keys[0])
+            report(summary)
+            check_signals()
+    summary.bytes_written = summary.tokens * np.dtype(settings.dtype).itemsize
+    return summary

@@ -1,0 +1,436 @@
+"""Training a Llama from scratch on batches in THE layout: presets, the loop, MFU and data-wait accounting.
+
+A preset is one row of `PRESETS`: the model's shape and the training settings that go with it.
+`cpu-tiny` runs ~100 steps in about a minute on a 2-core laptop; `h100` is a ~125M-parameter model
+(the GPT-2 small / Pythia-160M class) sized for one H100.
+
+    config = llama_config("cpu-tiny", vocab_size=tokenizer.vocab_size)
+    settings = train_settings("cpu-tiny", steps=200)
+    model = build_model(config, device, seed=settings.seed)
+    result = train(model, batches, settings, device, eval_batches=held_out)
+
+`batches` is any iterable of dicts in `helpers.datasets.layout`'s layout. Labels there are already shifted,
+so the loss is computed here from the logits, never by transformers (which would shift them again).
+
+MFU (model FLOPs utilisation) uses PaLM's count (Chowdhery et al. 2022, appendix B): per token,
+6·N for the matrix multiplies of forward and backward, plus 12·L·H·Q·T for attention scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+
+from ..common.errors import UserError
+from ..common.progress import progress_bar
+from ..datasets.layout import IGNORE_INDEX
+
+if TYPE_CHECKING:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+# The model shape and the training settings of each preset, side by side.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "cpu-tiny": {
+        "model": dict(vocab_size=8192, hidden_size=192, intermediate_size=512, num_hidden_layers=3,
+                      num_attention_heads=6, tie_word_embeddings=False),
+        "train": dict(seq_length=128, batch_size=16, steps=100, lr=3e-3, min_lr=3e-4, warmup_steps=10,
+                      weight_decay=0.1, grad_clip=1.0, eval_every=50, eval_batches=4, dtype="float32",
+                      compile=False, fused_adamw=False, seed=0, log_every=5),
+    },
+    "h100": {
+        "model": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                      num_attention_heads=12, tie_word_embeddings=False),
+        "train": dict(seq_length=1024, batch_size=32, steps=1000, lr=6e-4, min_lr=6e-5, warmup_steps=100,
+                      weight_decay=0.1, grad_clip=1.0, eval_every=200, eval_batches=20, dtype="bfloat16",
+                      compile=True, fused_adamw=True, seed=0, log_every=10),
+    },
+}
+
+# Model fields an override may set; those a preset leaves out take these defaults
+# (key/value heads = attention heads, i.e. plain multi-head attention; positions = the preset's seq_length).
+MODEL_DEFAULTS: dict[str, Any] = {"num_key_value_heads": None, "max_position_embeddings": None}
+DTYPES = ("float32", "bfloat16")
+ADAM_BETAS = (0.9, 0.95)
+TIMING_WARMUP_STEPS = 5  # first steps (allocation, compilation) left out of steady-state throughput
+# One row per step. `tokens`: input tokens of this step (batch × sequence); `step_s`: from asking for the
+# batch to the end of the optimizer step, `data_wait_s` included; `eval_loss` only where evaluated.
+LOG_COLUMNS = ("step", "loss", "lr", "grad_norm", "tokens", "step_s", "data_wait_s", "tokens_per_s", "mfu",
+               "eval_loss")
+
+# Dense bf16 peak of each accelerator (no sparsity), matched against the CUDA device name in this order.
+PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
+    ("H100 PCIe", 756e12),
+    ("H100 NVL", 835e12),
+    ("H100", 989e12),   # SXM, "NVIDIA H100 80GB HBM3"
+    ("H200", 989e12),
+    ("A100", 312e12),
+)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything the loop needs besides the model and the data, in one object."""
+
+    seq_length: int
+    batch_size: int
+    steps: int
+    lr: float
+    min_lr: float
+    warmup_steps: int
+    weight_decay: float
+    grad_clip: float  # 0 = measure the gradient norm, clip nothing
+    eval_every: int  # 0 = evaluate only at the end
+    eval_batches: int  # batches per evaluation
+    dtype: str  # "float32", or "bfloat16" = bf16 autocast (CUDA only)
+    compile: bool  # torch.compile the model and loss (CUDA only)
+    fused_adamw: bool  # fused AdamW kernel (CUDA only)
+    seed: int
+    log_every: int  # steps between progress-bar updates
+
+
+def preset_entry(preset: str) -> dict[str, dict[str, Any]]:
+    """The row of `PRESETS` called `preset`, or a UserError naming the presets."""
+    if preset not in PRESETS:
+        raise UserError(f"unknown preset {preset!r}; fix: use one of {', '.join(PRESETS)}")
+    return PRESETS[preset]
+
+
+def merge_overrides(defaults: dict[str, Any], overrides: dict[str, Any], what: str) -> dict[str, Any]:
+    """`defaults` updated with `overrides`; an override name not in `defaults` is a UserError."""
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise UserError(f"unknown {what} override {', '.join(unknown)}; fix: use one of {', '.join(sorted(defaults))}")
+    return {**defaults, **overrides}
+
+
+def llama_config(preset: str = "cpu-tiny", **overrides) -> LlamaConfig:
+    """A `transformers.LlamaConfig` for random initialisation (nothing downloaded), shaped by `preset`."""
+    from transformers import LlamaConfig
+
+    entry = preset_entry(preset)
+    fields = merge_overrides({**MODEL_DEFAULTS, **entry["model"]}, overrides, "model")
+    if fields["max_position_embeddings"] is None:
+        fields["max_position_embeddings"] = entry["train"]["seq_length"]
+    check_heads(fields)
+    return LlamaConfig(**fields, attn_implementation="sdpa")
+
+
+def check_heads(fields: dict[str, Any]) -> None:
+    """Refuse a width that the attention heads do not divide (transformers fails later, less clearly)."""
+    hidden, heads = fields["hidden_size"], fields["num_attention_heads"]
+    kv_heads = fields["num_key_value_heads"] or heads
+    if hidden % heads:
+        raise UserError(f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}; "
+                        "fix: override num_attention_heads too")
+    if heads % kv_heads:
+        raise UserError(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}; "
+                        "fix: pick heads divisible by the key-value heads")
+
+
+def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
+    """The preset's `TrainSettings`, with `overrides` applied by name."""
+    settings = TrainSettings(**merge_overrides(preset_entry(preset)["train"], overrides, "training"))
+    if settings.dtype not in DTYPES:
+        raise UserError(f"dtype {settings.dtype!r} is not supported; fix: use one of {', '.join(DTYPES)}")
+    return settings
+
+
+def build_model(config: LlamaConfig, device: str | torch.device = "cpu", seed: int = 0) -> LlamaForCausalLM:
+    """A randomly initialised `LlamaForCausalLM` on `device`; the same seed gives the same weights."""
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    with torch.device(device):
+        return LlamaForCausalLM(config)
+
+
+# ---- FLOPs and MFU ----------------------------------------------------------------------------------
+
+
+def matmul_parameters(config) -> int:
+    """Weights that take part in matrix multiplies: every projection and the output head.
+
+    The input embedding is a table lookup, not a multiply, so it is left out; a tied output head is
+    the same matrix, counted once, as the head. Norm weights (elementwise) are left out too.
+    """
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    kv_heads = config.num_key_value_heads or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    attention = hidden * head_dim * (2 * heads + 2 * kv_heads)  # q, o; k, v
+    mlp = 3 * hidden * config.intermediate_size  # gate, up, down
+    return config.num_hidden_layers * (attention + mlp) + config.vocab_size * hidden
+
+
+def flops_per_token(config, seq_length: int) -> int:
+    """Training FLOPs per token, PaLM's count: 6·N + 12·L·H·Q·T (forward + backward)."""
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    attention = 12 * config.num_hidden_layers * heads * head_dim * seq_length
+    return 6 * matmul_parameters(config) + attention
+
+
+def peak_flops_of(device_name: str) -> float | None:
+    """Dense bf16 peak FLOP/s of the accelerator called `device_name`, None when not in the table."""
+    for key, flops in PEAK_BF16_FLOPS:
+        if key.lower() in device_name.lower():
+            return flops
+    return None
+
+
+def peak_flops(device: str | torch.device) -> float | None:
+    """Dense bf16 peak FLOP/s of `device`; None for a CPU or an accelerator not in the table."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    return peak_flops_of(torch.cuda.get_device_name(device))
+
+
+def model_flops_utilisation(flops_per_token_: float, tokens_per_s: float, peak: float | None) -> float | None:
+    """Achieved model FLOP/s as a fraction of the peak; None when the peak is unknown."""
+    return None if peak is None else flops_per_token_ * tokens_per_s / peak
+
+
+# ---- the loop ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainResult:
+    """What a run did: one dict per step, and the summary numbers a notebook reports."""
+
+    log: list[dict[str, Any]]
+    final_loss: float  # mean loss over the last ~10% of steps
+    eval_loss: float | None  # held-out loss at the end
+    tokens_per_s: float  # steady state: the first compile/warm-up steps left out
+    mfu: float | None  # steady state, time-weighted; None where the peak is unknown
+    data_wait_fraction: float  # share of steady-state step time spent waiting for the next batch
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the log, one row per step, `LOG_COLUMNS` as header; atomically (temporary name, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        try:
+            with open(temporary, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=LOG_COLUMNS, restval="")
+                writer.writeheader()
+                writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in self.log)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        return path
+
+
+def learning_rate(step: int, settings: TrainSettings) -> float:
+    """Linear warm-up to `lr` over `warmup_steps`, then a cosine down to `min_lr` at the last step."""
+    if step < settings.warmup_steps:
+        return settings.lr * (step + 1) / settings.warmup_steps
+    decay_steps = max(settings.steps - settings.warmup_steps - 1, 1)
+    progress = min((step - settings.warmup_steps) / decay_steps, 1.0)
+    return settings.min_lr + 0.5 * (settings.lr - settings.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (not norms), fused into one kernel on CUDA when asked."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in parameters if p.dim() >= 2], "weight_decay": settings.weight_decay},
+        {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    fused = settings.fused_adamw and device.type == "cuda"
+    return torch.optim.AdamW(groups, lr=settings.lr, betas=ADAM_BETAS, fused=fused)
+
+
+def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
+    """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out."""
+    logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False).logits
+    return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
+                           reduction=reduction)
+
+
+def loss_function(model: torch.nn.Module, settings: TrainSettings, device: torch.device) -> Callable:
+    """`batch -> mean loss`, compiled (model and loss together) when asked and on CUDA."""
+    def loss_of(batch):
+        return next_token_loss(model, batch)
+
+    if settings.compile and device.type == "cuda":
+        return torch.compile(loss_of)
+    return loss_of
+
+
+def autocast_context(settings: TrainSettings, device: torch.device):
+    """bf16 autocast on CUDA when asked; float32 everywhere else."""
+    if settings.dtype == "bfloat16" and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def warn_about_cuda_only_settings(settings: TrainSettings, device: torch.device) -> None:
+    """Say once which asked-for settings this device will not use, rather than dropping them silently."""
+    if device.type == "cuda":
+        return
+    ignored = [name for name, asked in (("bf16 autocast", settings.dtype == "bfloat16"),
+                                        ("torch.compile", settings.compile),
+                                        ("fused AdamW", settings.fused_adamw)) if asked]
+    if ignored:
+        warnings.warn(f"{', '.join(ignored)}: CUDA only; not used on {device.type} (float32, eager)", stacklevel=3)
+
+
+def wall_clock(device: torch.device) -> float:
+    """Seconds, after the device has finished its queued work (CUDA runs asynchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """The tensors the loss needs, on `device`; a batch without them is a UserError."""
+    needed = ("input_ids", "labels", "position_ids")
+    missing = [k for k in needed if k not in batch]
+    if missing:
+        raise UserError(f"a batch has no {', '.join(missing)} (keys: {', '.join(batch)}); "
+                        "fix: yield dicts in the layout of helpers.datasets.layout")
+    return {k: batch[k].to(device, non_blocking=True) for k in needed}
+
+
+def check_held_out(eval_batches) -> None:
+    """Refuse a one-shot iterator as held-out data: it would run dry after the first evaluation."""
+    if eval_batches is not None and not callable(eval_batches) and iter(eval_batches) is eval_batches:
+        raise UserError("eval_batches is an iterator, which runs dry after one evaluation; "
+                        "fix: pass a list, or a function that returns a fresh iterable")
+
+
+def held_out_batches(eval_batches) -> Iterable:
+    """A fresh iterable of held-out batches: call a callable, reuse a list (or any re-iterable)."""
+    return eval_batches() if callable(eval_batches) else eval_batches
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, eval_batches, settings: TrainSettings, device: torch.device) -> float:
+    """Mean loss per label token over the first `settings.eval_batches` held-out batches."""
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        for batch in islice(held_out_batches(eval_batches), settings.eval_batches):
+            batch = to_device(batch, device)
+            with autocast_context(settings, device):
+                total += float(next_token_loss(model, batch, reduction="sum"))
+            count += int((batch["labels"] != IGNORE_INDEX).sum())
+    finally:
+        model.train()
+    if count == 0:
+        raise UserError("eval_batches gave no labelled token; fix: pass held-out batches with labels")
+    return total / count
+
+
+def steady_steps(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log without its first warm-up/compile steps (at most half of a short run)."""
+    return log[min(TIMING_WARMUP_STEPS, len(log) // 2):]
+
+
+def summarise(log: list[dict[str, Any]]) -> TrainResult:
+    """The run's summary numbers from its per-step log."""
+    steady = steady_steps(log)
+    seconds = sum(row["step_s"] for row in steady)
+    last = log[-max(1, round(len(log) * 0.1)):]
+    evaluated = [row["eval_loss"] for row in log if "eval_loss" in row]
+    known_mfu = steady[0]["mfu"] is not None
+    return TrainResult(
+        log=log,
+        final_loss=sum(row["loss"] for row in last) / len(last),
+        eval_loss=evaluated[-1] if evaluated else None,
+        tokens_per_s=sum(row["tokens"] for row in steady) / seconds,
+        mfu=sum(row["mfu"] * row["step_s"] for row in steady) / seconds if known_mfu else None,
+        data_wait_fraction=sum(row["data_wait_s"] for row in steady) / seconds,
+    )
+
+
+def optimizer_step(model, optimizer, loss_of: Callable, batch: dict[str, torch.Tensor], lr: float,
+                   settings: TrainSettings, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One update at learning rate `lr`: forward, backward, clip, step. Returns the loss and the gradient norm."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    with autocast_context(settings, device):
+        loss = loss_of(batch)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip or math.inf)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach(), grad_norm
+
+
+def should_evaluate(step: int, settings: TrainSettings, last_step: bool) -> bool:
+    """Every `eval_every` steps, and after the last one."""
+    return last_step or (settings.eval_every > 0 and (step + 1) % settings.eval_every == 0)
+
+
+def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSettings,
+          device: str | torch.device = "cpu", eval_batches=None, progress: bool = True,
+          csv_path: str | Path | None = None) -> TrainResult:
+    """Train `model` for `settings.steps` steps on `batches`; per-step log, held-out loss, throughput, MFU.
+
+    Each step is timed from asking the iterator for a batch to the end of the optimizer step (the
+    device synchronised), so `data_wait_s` is the part of `step_s` the loader cost. Evaluation is
+    timed apart. An iterator that runs dry before `settings.steps` ends the run early, with a warning.
+    """
+    check_held_out(eval_batches)
+    device = torch.device(device)
+    torch.manual_seed(settings.seed)
+    model.to(device).train()
+    optimizer = make_optimizer(model, settings, device)
+    loss_of = loss_function(model, settings, device)
+    peak = peak_flops(device)
+    warn_about_cuda_only_settings(settings, device)
+    batch_iterator = iter(batches)
+    log: list[dict[str, Any]] = []
+    bar = progress_bar(total=settings.steps, desc="training", unit="step", disable=not progress)
+    for step in range(settings.steps):
+        lr = learning_rate(step, settings)
+        start = wall_clock(device)
+        batch = next(batch_iterator, None)
+        data_wait_s = time.perf_counter() - start
+        if batch is None:
+            warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
+            break
+        batch = to_device(batch, device)
+        loss, grad_norm = optimizer_step(model, optimizer, loss_of, batch, lr, settings, device)
+        step_s = wall_clock(device) - start
+        tokens = batch["input_ids"].numel()
+        flops = flops_per_token(model.config, batch["input_ids"].shape[1])
+        row = {"step": step, "loss": float(loss), "lr": lr, "grad_norm": float(grad_norm), "tokens": tokens,
+               "step_s": step_s, "data_wait_s": data_wait_s, "tokens_per_s": tokens / step_s,
+               "mfu": model_flops_utilisation(flops, tokens / step_s, peak)}
+        if eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1):
+            row["eval_loss"] = evaluate(model, eval_batches, settings, device)
+        log.append(row)
+        bar.update(1)
+        if step % settings.log_every == 0 or step == settings.steps - 1 or "eval_loss" in row:
+            bar.set_postfix(progress_postfix(row), refresh=False)
+    bar.close()
+    if not log:
+        raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
+    if eval_batches is not None and "eval_loss" not in log[-1]:
+        log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device)  # a run cut short still ends evaluated
+    result = summarise(log)
+    if csv_path is not None:
+        result.to_csv(csv_path)
+    return result
+
+
+def progress_postfix(row: dict[str, Any]) -> dict[str, str]:
+    """The numbers the progress bar shows for one step."""
+    postfix = {"loss": f"{row['loss']:.3f}", "tok/s": f"{row['tokens_per_s']:,.0f}",
+               "mfu": "n/a" if row["mfu"] is None else f"{row['mfu']:.1%}"}
+    if "eval_loss" in row:
+        postfix["eval"] = f"{row['eval_loss']:.3f}"
+    return postfix

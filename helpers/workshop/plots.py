@@ -1,0 +1,296 @@
+"""Every figure the notebooks show: labelled matplotlib, one idea per figure."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def document_length_histograms(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters"):
+    """Distribution of document lengths per domain, log-spaced bins so short and long both show."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
+    bins = np.logspace(np.log10(max(all_lengths.min(), 1)), np.log10(all_lengths.max()), 40)
+    for domain, lengths in lengths_by_domain.items():
+        ax.hist(lengths, bins=bins, alpha=0.55, label=f"{domain} ({len(lengths)} docs)")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"document length ({unit}, log scale)")
+    ax.set_ylabel("documents")
+    ax.set_title("How long are the documents in each domain?")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: str, log: bool = False):
+    """Bars grouped by outer key (e.g. tokenizer), one colour per inner key (e.g. domain)."""
+    groups = list(values)
+    members = list(next(iter(values.values())))
+    width = 0.8 / len(members)
+    x = np.arange(len(groups))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for i, member in enumerate(members):
+        heights = [values[g][member] for g in groups]
+        bars = ax.bar(x + (i - (len(members) - 1) / 2) * width, heights, width, label=member)
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.set_xticks(x, groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def bars(values: Mapping[str, float], ylabel: str, title: str, log: bool = False, fmt: str = "%.3g"):
+    """One bar per key, labelled with its value."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    drawn = ax.bar(list(values), list(values.values()), color="tab:blue")
+    ax.bar_label(drawn, fmt=fmt, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    fig.tight_layout()
+    return fig
+
+
+def ranked_bars(values: Mapping[str, float], xlabel: str, title: str, fmt: str = "{:.2%}"):
+    """One horizontal bar per key, smallest at the top, each labelled with its value: readable with
+    long names and values that span orders of magnitude."""
+    names = sorted(values, key=values.get)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    drawn = ax.barh(names, [values[n] for n in names], color="tab:blue")
+    ax.bar_label(drawn, labels=[fmt.format(values[n]) for n in names], padding=3, fontsize=8)
+    ax.set_xlim(0, max(values.values()) * 1.18 or 1)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def parameter_split(splits: Mapping[str, Mapping[str, int]], title: str):
+    """Stacked bars: vocabulary (embedding + LM head) vs transformer body parameters per tokenizer."""
+    names = list(splits)
+    vocabulary = np.array([splits[n]["vocabulary"] for n in names]) / 1e6
+    body = np.array([splits[n]["body"] for n in names]) / 1e6
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.bar(names, body, label="transformer body")
+    ax.bar(names, vocabulary, bottom=body, label="embedding + LM head")
+    for i, n in enumerate(names):
+        share = vocabulary[i] / (vocabulary[i] + body[i])
+        ax.text(i, body[i] + vocabulary[i], f"{share:.0%} vocab", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("parameters (millions)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def line(xs: Sequence[float], ys_by_label: Mapping[str, Sequence[float]], xlabel: str, ylabel: str,
+         title: str, logx: bool = False):
+    """One line per label over a shared x axis, with markers at the measured points."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for label, ys in ys_by_label.items():
+        ax.plot(xs, ys, marker="o", label=label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def blend_strip(dataset_index: np.ndarray, names: Sequence[str], title: str):
+    """Which source each of the first samples came from: one coloured cell per sample."""
+    from matplotlib.colors import ListedColormap
+
+    colours = plt.get_cmap("tab10").colors[: len(names)]
+    width = 50
+    cells = np.full(-(-dataset_index.size // width) * width, np.nan)
+    cells[: dataset_index.size] = dataset_index
+    fig, ax = plt.subplots(figsize=(9, 0.35 * cells.size / width + 1.2))
+    ax.imshow(cells.reshape(-1, width), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
+    ax.set_xlabel("sample (within a line of 50)")
+    ax.set_ylabel("line")
+    ax.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours]
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def shares_over_steps(cumulative: np.ndarray, per_step: np.ndarray, names: Sequence[str], targets: Sequence[float],
+                      title: str):
+    """Cumulative share of each source converging to its target; per-step shares as faint points."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    steps = np.arange(1, cumulative.shape[0] + 1)
+    for k, name in enumerate(names):
+        colour = plt.get_cmap("tab10")(k)
+        ax.scatter(steps, per_step[:, k], s=4, alpha=0.25, color=colour)
+        ax.plot(steps, cumulative[:, k], color=colour, label=f"{name} (target {targets[k]:.2f})")
+        ax.axhline(targets[k], color=colour, linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("training step (log scale)")
+    ax.set_ylabel("share of tokens")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str):
+    """Two masks side by side: plain causal, and causal within documents."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
+    for ax, mask, name in zip(axes, (without, with_documents), ("causal only", "causal within each document")):
+        ax.imshow(mask, cmap="Greys", interpolation="nearest")
+        ax.set_title(name)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def loss_curves(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str):
+    """Training loss per step of several runs on one axis, with ln V (a uniform guess) drawn across."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, log in logs.items():
+        ax.plot([row["step"] for row in log], [row["loss"] for row in log], label=label)
+    ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (nats per token)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def document_length_panels(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters",
+                           cap: int | None = None, cap_label: str = "cap"):
+    """One panel per domain (its own count axis, shared log-spaced bins), so a domain of 79 documents
+    shows as clearly as one of 1,374; an optional vertical line marks a length cap."""
+    names = list(lengths_by_domain)
+    all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
+    bins = np.logspace(np.log10(max(all_lengths.min(), 1)), np.log10(all_lengths.max()), 40)
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.9 * len(names) + 0.6), sharex=True)
+    axes = np.atleast_1d(axes)
+    for k, (ax, name) in enumerate(zip(axes, names)):
+        lengths = np.asarray(lengths_by_domain[name])
+        ax.hist(lengths, bins=bins, color=plt.get_cmap("tab10")(k))
+        ax.axvline(np.median(lengths), color="black", linewidth=1, label=f"median {np.median(lengths):,.0f}")
+        if cap is not None:
+            ax.axvline(cap, color="tab:red", linestyle="--", linewidth=1, label=f"{cap_label} {cap:,}")
+        ax.set_ylabel("documents")
+        ax.set_title(f"{name} ({lengths.size:,} documents)", fontsize=10, loc="left")
+        ax.legend(fontsize=8, loc="upper left")
+    axes[-1].set_xscale("log")
+    axes[-1].set_xlabel(f"document length ({unit}, log scale)")
+    fig.suptitle("How long are the documents in each domain?")
+    fig.tight_layout()
+    return fig
+
+
+def _axes(ax, figsize):
+    """The Axes to draw on: the one given, or one of a new figure."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def removed_shares(shares: Mapping[str, Mapping[str, float]], title: str, ax=None):
+    """Share of each domain's bytes that each cleaning step removed: bars grouped by domain, one colour per
+    step, each labelled, on a log axis (shares span orders of magnitude); a step that removed nothing has no bar."""
+    ax = _axes(ax, (8, 4))
+    domains = list(shares)
+    steps = list(next(iter(shares.values())))
+    width = 0.8 / len(steps)
+    positive = [v for d in domains for v in shares[d].values() if v > 0]
+    for i, step in enumerate(steps):
+        values = np.array([shares[d][step] for d in domains], dtype=float)
+        x = np.arange(len(domains)) + (i - (len(steps) - 1) / 2) * width
+        shown = values > 0
+        drawn = ax.bar(x[shown], values[shown], width, color=plt.get_cmap("tab10")(i))
+        ax.bar_label(drawn, labels=[f"{v:.2g}%" for v in values[shown] * 100], fontsize=7, padding=2)
+    ax.set_yscale("log")
+    ax.set_ylim(min(positive, default=1e-5) / 3, max(positive, default=1e-3) * 8)
+    ax.set_xlim(-0.5, len(domains) - 0.5)
+    ax.set_xticks(np.arange(len(domains)), domains)
+    ax.set_ylabel("share of the domain's bytes removed (log scale)")
+    ax.set_title(title)
+    ax.text(0.01, 0.98, "no bar: the step removed nothing", transform=ax.transAxes, va="top", fontsize=8, color="grey")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=plt.get_cmap("tab10")(i)) for i in range(len(steps))]
+    ax.legend(handles, steps, title="step", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def lsh_s_curve(threshold: float, settings: Mapping[str, tuple[int, int]], title: str, ax=None):
+    """Chance that two documents of a given Jaccard similarity become LSH candidates, 1 - (1 - s^r)^b, for
+    each (bands, rows) setting, with the threshold marked."""
+    from ..clean.lsh import candidate_probability
+
+    ax = _axes(ax, (7, 4))
+    grid = np.linspace(0, 1, 501)
+    for k, (label, (bands, rows)) in enumerate(settings.items()):
+        ax.plot(grid, candidate_probability(grid, bands, rows), color=plt.get_cmap("tab10")(k),
+                linewidth=2.2 if k == 0 else 1.2, linestyle="-" if k == 0 else "--",
+                label=f"{label}: {bands} bands x {rows} rows")
+    ax.axvline(threshold, color="black", linestyle=":", linewidth=1, label=f"threshold {threshold:g}")
+    ax.set_xlabel("Jaccard similarity of two documents")
+    ax.set_ylabel("probability of becoming a candidate pair")
+    ax.set_title(title)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def estimate_vs_exact(exact: Sequence[float], estimates: Mapping[str, Sequence[float]], num_perm: int, title: str,
+                      ax=None):
+    """MinHash estimates against exact Jaccard, one marker per estimator, with the diagonal and the band of
+    two standard errors, 2 * sqrt(J (1 - J) / num_perm), that an unbiased estimate stays inside."""
+    ax = _axes(ax, (5.5, 5))
+    grid = np.linspace(0, 1, 201)
+    spread = 2 * np.sqrt(grid * (1 - grid) / num_perm)
+    ax.fill_between(grid, grid - spread, grid + spread, color="grey", alpha=0.2,
+                    label=f"±2 standard errors ({num_perm} permutations)")
+    ax.plot(grid, grid, color="black", linewidth=1, label="estimate = exact")
+    for k, (label, values) in enumerate(estimates.items()):
+        ax.scatter(exact, values, s=14, alpha=0.7, marker="ox+"[k % 3], color=plt.get_cmap("tab10")(k), label=label)
+    ax.set_xlabel("exact Jaccard similarity (word 5-gram sets)")
+    ax.set_ylabel("MinHash estimate")
+    ax.set_title(title)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def similarity_by_ngram(ngrams: Sequence[int], similarities: Mapping[str, Sequence[float]], threshold: float,
+                        title: str, ax=None):
+    """Jaccard similarity of one pair of texts as the shingle size grows, one line per way of preparing the
+    texts, with a dedup threshold drawn across."""
+    ax = _axes(ax, (7, 3.8))
+    for label, values in similarities.items():
+        ax.plot(ngrams, values, marker="o", label=label)
+    ax.axhline(threshold, color="tab:red", linestyle="--", linewidth=1, label=f"dedup threshold {threshold:g}")
+    ax.set_xticks(list(ngrams))
+    ax.set_xlabel("shingle size n (words)")
+    ax.set_ylabel("Jaccard similarity")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
