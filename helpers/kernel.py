@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .common.errors import UserError, run_cli
+from .common.files import write_text_atomically
 
 KERNEL_NAME = "pretraining-data"
 KERNEL_DISPLAY_NAME = "Pretraining data (.venv)"
@@ -34,12 +35,7 @@ def installed_kernels(python: str | os.PathLike = sys.executable) -> dict[str, d
 
 def _write_notebook(path: Path, notebook: dict[str, Any]) -> None:
     """Write in the layout Jupyter and papermill use, so a diff shows only what changed."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        temporary.replace(path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_text_atomically(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
 
 
 def set_notebook_kernel(path: str | os.PathLike, name: str = KERNEL_NAME,

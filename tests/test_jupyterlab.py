@@ -38,7 +38,7 @@ def test_the_project_kernel_is_registered_inside_the_venv(venv_kernels):
 
 def test_make_registers_the_kernel_and_lab_listens_on_loopback_only():
     makefile = (REPO_ROOT / "Makefile").read_text()
-    assert f"--sys-prefix --name $(KERNEL_NAME)" in makefile and f"KERNEL_NAME := {kernel.KERNEL_NAME}" in makefile
+    assert "--sys-prefix --name $(KERNEL_NAME)" in makefile and f"KERNEL_NAME := {kernel.KERNEL_NAME}" in makefile
     commands = subprocess.run(["make", "-n", "lab"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     lab = next(line for line in commands.splitlines() if "jupyter lab" in line)
     assert "--ip 127.0.0.1" in lab and lab.endswith(" notebooks/"), lab

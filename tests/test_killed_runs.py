@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import helpers.preprocess.outputs as preprocess_outputs
-from helpers.datasets.indexed import IndexedDataset, IndexedWriter, remove_stale_temporaries
+from helpers.common.files import remove_stale_temporaries
+from helpers.datasets.indexed import IndexedDataset, IndexedWriter
 from helpers.preprocess import preprocess
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,8 +13,8 @@ from megatron_reference import megatron_preprocess
 from helpers.common.errors import UserError
 from helpers.corpus.build import read_jsonl
 from helpers.datasets.indexed import IndexedDataset, IndexedWriter, bin_path, idx_path
-from helpers.preprocess import workers as preprocess_workers
 from helpers.preprocess import preprocess
+from helpers.preprocess import workers as preprocess_workers
 from helpers.tokenizers.token_dtype import optimal_dtype
 from helpers.tokenizers.zoo import load_tokenizer
 
@@ -111,10 +111,9 @@ class OutOfVocabulary:
 
 
 def test_preprocessing_refuses_ids_outside_the_vocabulary(monkeypatch):
-    settings = preprocess_workers.RunSettings("fake", ("text",), True, False, False, "uint16")
-    monkeypatch.setitem(preprocess_workers._worker, "settings", settings)
-    monkeypatch.setitem(preprocess_workers._worker, "tokenizer", OutOfVocabulary())
-    monkeypatch.setitem(preprocess_workers._worker, "special_pattern", None)
+    settings = preprocess_workers.RunSettings(tokenizer="fake", json_keys=("text",), append_eod=True, parse_special=False,
+                                              skip_bad_records=False, dtype="uint16")
+    monkeypatch.setattr(preprocess_workers, "_worker", preprocess_workers.WorkerState(settings, OutOfVocabulary(), None))
     with pytest.raises(UserError, match=r"70000.*vocabulary of 100.*fix:"):
         preprocess_workers._encode_batch(("in.jsonl", 1, [b'{"text": "a"}\n']))
 

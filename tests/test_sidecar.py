@@ -143,8 +143,8 @@ def test_data_without_a_sidecar_needs_a_name(tmp_path, made):
         with pytest.raises(UserError, match="no sidecar.*fix: pass --tokenizer"):
             call()
     facts = data_facts(bare, "bytes")
-    assert facts["source"] == "named" and facts["vocab_size"] == 258 and facts["eod_id"] == 257
-    assert facts["dtype"] == "uint16" and facts["tokenizer"] == "bytes"
+    assert facts.source == "named" and facts.vocab_size == 258 and facts.eod_id == 257
+    assert facts.dtype == "uint16" and facts.tokenizer == "bytes"
 
 
 def test_data_facts_from_the_sidecar_load_no_tokenizer(made, monkeypatch):
@@ -153,8 +153,8 @@ def test_data_facts_from_the_sidecar_load_no_tokenizer(made, monkeypatch):
 
     monkeypatch.setattr(sidecar, "load_tokenizer", refuse)
     facts = data_facts(made)
-    assert (facts["tokenizer"], facts["vocab_size"], facts["eod_id"], facts["dtype"]) == ("bytes", 258, 257, "uint16")
-    assert facts["append_eod"] is True and facts["source"] == str(sidecar_path(made))
+    assert (facts.tokenizer, facts.vocab_size, facts.eod_id, facts.dtype) == ("bytes", 258, 257, "uint16")
+    assert facts.append_eod is True and facts.source == str(sidecar_path(made))
 
 
 @pytest.mark.parametrize("text, problem", [

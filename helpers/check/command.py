@@ -129,7 +129,8 @@ def _scan_ids(tokens: np.ndarray) -> tuple[int, int]:
     """Smallest and largest id, read in chunks so memory stays bounded."""
     if tokens.size == 0:
         return 0, 0
-    chunks = [(int(c.min()), int(c.max())) for c in (tokens[i:i + SCAN_CHUNK] for i in range(0, tokens.size, SCAN_CHUNK))]
+    chunks = [(int(c.min()), int(c.max())) for c in (tokens[i:i + SCAN_CHUNK] for i in range(0, tokens.size,
+                                                                                             SCAN_CHUNK))]
     return min(c[0] for c in chunks), max(c[1] for c in chunks)
 
 
@@ -196,7 +197,7 @@ def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | 
     `--append-eod`). Damage is a failed check; an exception from here is a bug, and is raised.
     """
     report = Report(str(prefix))
-    _run_checks(report, prefix, tokenizer, expect_eod, samples)
+    _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=samples)
     return report
 
 
@@ -209,7 +210,7 @@ def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None) -> Repo
     """
     report = Report(prefix)
     try:
-        _run_checks(report, prefix, tokenizer, expect_eod, TEXT_SAMPLES)
+        _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=TEXT_SAMPLES)
     except (UserError, OSError):
         raise
     except Exception as err:  # noqa: BLE001 - reported as unfinished, with the exception named

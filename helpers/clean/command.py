@@ -3,7 +3,8 @@
     python -m helpers.clean --input data/raw/literature.jsonl data/raw/docs.jsonl data/raw/code.jsonl \\
         --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
 
-Writes `OUT/<input name>` (plain JSONL, `.gz` dropped from the name: the kept records of each input, in their original order, every field as it
+Writes `OUT/<input name>` (plain JSONL, `.gz` dropped from the name: the kept records of each input,
+                           in their original order, every field as it
 was except the text when a step changed it), `OUT/removed.jsonl` (every record that did not make it, with
 the step that removed it and the record it duplicates) and `OUT/report.json` (per input and step,
 documents and bytes in, removed and out). Steps, always in this order:
@@ -42,12 +43,12 @@ from pathlib import Path
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
 from ..corpus.ranges import check_input, plan_ranges
-from ..datasets.indexed import remove_stale_temporaries
+from ..engines.flags import ENGINES, check_engine_flags
 from ..engines.local import engine_for
-from ..engines.ray_cluster import ENGINES
 from .lsh import candidate_pairs, choose_bands, duplicate_groups, verified_pairs
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
@@ -65,10 +66,12 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
-    settings = CleanSettings(normalize, exact, lines, fuzzy, threshold, line_min_count, line_min_chars, ngram,
-                             num_perm, 1, text_key, skip_bad_records)
+    settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
+                             line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
+                             num_perm=num_perm, seed=1, text_key=text_key, skip_bad_records=skip_bad_records)
     parts = parts or workers
-    _check_request(paths, out, settings, workers, parts, engine, ray_address)
+    _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
+                   ray_address=ray_address)
     if engine == "ray":
         from ..engines.ray_cluster import require_ray
 
@@ -78,9 +81,10 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     for name in [*outputs, REMOVED, REPORT]:
         remove_stale_temporaries(out / name)
     ranges = [(index, path, start, end) for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
-    tasks = [RangeTask(index, str(path.resolve()), start, end, number)
+    tasks = [RangeTask(input_index=index, path=str(path.resolve()), start=start, end=end, index=number)
              for number, (index, path, start, end) in enumerate(ranges)]
-    run = _Run(settings, tasks, [path.name for path in paths], outputs, out, progress)
+    run = _Run(settings=settings, tasks=tasks, names=[path.name for path in paths], outputs=outputs, out=out,
+               progress=progress)
     started = time.perf_counter()
     try:
         with engine_for(engine, workers, ray_address) as runner:
@@ -89,7 +93,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     finally:  # once every worker has stopped: none can write a part after this
         run.remove_temporaries()
     report.update(engine=engine, workers=workers, parts=len(tasks), seconds_total=time.perf_counter() - started)
-    _replace(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
 
 
@@ -98,13 +102,7 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     """Refuse, before anything is written, what cannot give a sound run."""
     if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
-    if engine not in ENGINES:
-        raise UserError(f"--engine {engine}: unknown engine; fix: use one of {', '.join(ENGINES)}")
-    if ray_address and engine != "ray":
-        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
-                        "--ray-address")
-    if workers < 1 or parts < 1:
-        raise UserError(f"--workers {workers} --parts {parts}: both must be at least 1; fix: pass 1 or more")
+    check_engine_flags(engine, workers, ray_address, ("--parts", parts))
     if not 0.0 < settings.threshold < 1.0:
         raise UserError(f"--threshold {settings.threshold}: must be between 0 and 1; fix: e.g. --threshold 0.8")
     if settings.line_min_count < 2:
@@ -135,19 +133,6 @@ def output_name(path: Path) -> str:
     return path.name[:-len(".gz")] if path.suffix == ".gz" else path.name
 
 
-def _hidden(path: Path) -> Path:
-    """A file's name while it is written: hidden, ending in this process's id (see
-    `remove_stale_temporaries`, which removes what a killed run left)."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def _replace(path: Path, text: str) -> None:
-    temporary = _hidden(path)
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 class _Run:
@@ -193,7 +178,8 @@ class _Run:
         if settings.lines:
             repeated, top, line_report = self._repeated_lines(runner, documents, offsets)
         if settings.lines or settings.fuzzy:
-            self._apply(runner, documents, offsets, repeated, top if settings.lines else frozenset(), line_report)
+            self._apply(runner=runner, documents=documents, offsets=offsets, repeated=repeated,
+                        wanted=top if settings.lines else frozenset(), line_report=line_report)
         fuzzy_report = self._fuzzy(documents) if settings.fuzzy else None
         self._write(runner, documents, offsets, repeated)
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
@@ -207,7 +193,8 @@ class _Run:
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
                       "num_perm": settings.num_perm, "seed": settings.seed, "text_key": settings.text_key,
                       "skip_bad_records": settings.skip_bad_records},
-                  "inputs": step_table(documents, self.names, [len(b) for b in bad], file_bytes, steps),
+                  "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
+                                       file_bytes=file_bytes, steps=steps),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": line_report, "fuzzy": fuzzy_report,
                   "seconds": self.seconds, "documents_per_second": self.rates}
@@ -317,12 +304,13 @@ class _Run:
     def _write(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> None:
         """Write every range's kept records into a part file, then join each input's parts in order."""
         masks = self._masks(documents, offsets)
-        parts = [self.out / f".{self.outputs[task.input_index]}.part{task.index}.tmp-{os.getpid()}" for task in self.tasks]
-        self.temporaries.extend(parts)  # and each worker's `{part}.w{pid}` while it writes
+        parts = [temporary_name(self.out / self.outputs[task.input_index], f"part{task.index}") for task in self.tasks]
+        self.temporaries.extend(parts)  # and each worker's `{part}.tmp-{pid}` while it writes
         self._pass(runner, "write", [(write_part, task, self.settings, mask, repeated, str(part))
-                                     for task, mask, part in zip(self.tasks, masks, parts)], int(documents.alive().sum()))
+                                     for task, mask, part in zip(self.tasks, masks,
+                                                                 parts)], int(documents.alive().sum()))
         for index, name in enumerate(self.outputs):
-            joined = _hidden(self.out / name)
+            joined = temporary_name(self.out / name)
             self.temporaries.append(joined)
             with open(joined, "wb") as out:
                 for task, part in zip(self.tasks, parts):
@@ -335,24 +323,26 @@ class _Run:
 
     def _commit(self, removed: list[str]) -> None:
         """Write `removed.jsonl`, then move every output into place together."""
-        listing = _hidden(self.out / REMOVED)
+        listing = temporary_name(self.out / REMOVED)
         self.temporaries.append(listing)
         with open(listing, "w", encoding="utf-8") as out:
             out.writelines(removed)
         check_signals()
         with signals_held():
             for name in self.outputs:
-                os.replace(_hidden(self.out / name), self.out / name)
+                os.replace(temporary_name(self.out / name), self.out / name)
             os.replace(listing, self.out / REMOVED)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, nargs="+", type=Path, help="JSONL files (.gz allowed)")
-    parser.add_argument("--output-dir", required=True, type=Path, help="writes OUT/<input name>, removed.jsonl, report.json")
+    parser.add_argument("--output-dir", required=True, type=Path,
+                        help="writes OUT/<input name>, removed.jsonl, report.json")
     parser.add_argument("--normalize", action="store_true", help="NFC, line ends, control characters, empty-line runs")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
-    parser.add_argument("--lines", action="store_true", help="drop lines repeated in --line-min-count documents or more")
+    parser.add_argument("--lines", action="store_true",
+                        help="drop lines repeated in --line-min-count documents or more")
     parser.add_argument("--fuzzy", action="store_true", help="drop near-duplicates (MinHash + LSH, word n-grams)")
     parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
     parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")

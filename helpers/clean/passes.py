@@ -6,7 +6,6 @@ Decisions between passes (which documents go) are the driver's; a pass only appl
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -14,6 +13,7 @@ from typing import Iterator
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.files import written_atomically
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
 from ..corpus.ranges import batches
 from .shingles import signatures
@@ -124,9 +124,10 @@ def scan(task: RangeTask, settings: CleanSettings) -> Scan:
         if settings.exact:
             digests.append(exact_digest(base))
     digest_array = (np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16) if settings.exact else None)
-    return Scan(np.array(lines, np.int64), np.array(places, np.int32), ids, np.array(raw_bytes, np.int64),
-                np.array(normal_bytes, np.int64), np.array(empty, bool), digest_array, bad, counts["blank"],
-                counts["bytes"])
+    return Scan(lines=np.array(lines, np.int64), places=np.array(places, np.int32), ids=ids,
+                raw_bytes=np.array(raw_bytes, np.int64),
+                bytes_after_normalize=np.array(normal_bytes, np.int64), empty_after_normalize=np.array(empty, bool),
+                digests=digest_array, bad=bad, blank_lines=counts["blank"], input_bytes=counts["bytes"])
 
 
 def count_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +146,8 @@ def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset, wanted
     """A kept document's text as written out: normalised (`--normalize`), repeated lines dropped
     (`--lines`); and the number of lines dropped. Lines in `wanted` are noted in `found`."""
     base = _base_text(text, settings)
-    return drop_lines(base, repeated, settings.line_min_chars, wanted, found) if settings.lines else (base, 0)
+    return drop_lines(text=base, repeated=repeated, min_chars=settings.line_min_chars, wanted=wanted,
+                      found=found) if settings.lines else (base, 0)
 
 
 def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
@@ -158,7 +160,8 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
     for position, (_, _, _, record) in enumerate(_records(task, settings)):
         if removed[position]:
             continue
-        text, dropped[position] = cleaned_text(record[settings.text_key], settings, repeated, wanted, line_texts)
+        text, dropped[position] = cleaned_text(text=record[settings.text_key], settings=settings, repeated=repeated,
+                                               wanted=wanted, found=line_texts)
         after[position] = len(text.encode("utf-8"))
         emptied[position] = dropped[position] > 0 and is_empty(text)
         if settings.fuzzy and not emptied[position]:
@@ -168,7 +171,8 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
         matrix, shingles = signatures(texts, settings.ngram, settings.num_perm, settings.seed)
         has_shingles = shingles > 0
         rows, matrix = [row for row, keep in zip(rows, has_shingles) if keep], matrix[has_shingles]
-    return Applied(after, dropped, emptied, np.array(rows, np.int64), matrix, line_texts)
+    return Applied(bytes_after_lines=after, lines_dropped=dropped, emptied=emptied,
+                   signature_rows=np.array(rows, np.int64), signatures=matrix, line_texts=line_texts)
 
 
 def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
@@ -177,27 +181,21 @@ def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, re
     this process and renamed when complete, so a retried task (Ray may retry one) only writes it again.
     A record whose text is unchanged is copied byte for byte; one whose text changed is the same JSON
     object with the new text. Returns (records, bytes) written."""
-    temporary = f"{part}.w{os.getpid()}"
     written = size = 0
-    try:
-        with open(temporary, "wb") as out:
-            for position, (_, _, raw, record) in enumerate(_records(task, settings)):
-                if removed[position]:
-                    continue
-                text = record[settings.text_key]
-                new_text, _ = cleaned_text(text, settings, repeated)
-                if new_text == text:
-                    line = raw.rstrip(b"\r\n") + b"\n"
-                else:
-                    record[settings.text_key] = new_text
-                    line = _serialised(record)
-                out.write(line)
-                written += 1
-                size += len(line)
-        os.replace(temporary, part)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with written_atomically(part, "wb") as out:
+        for position, (_, _, raw, record) in enumerate(_records(task, settings)):
+            if removed[position]:
+                continue
+            text = record[settings.text_key]
+            new_text, _ = cleaned_text(text, settings, repeated)
+            if new_text == text:
+                line = raw.rstrip(b"\r\n") + b"\n"
+            else:
+                record[settings.text_key] = new_text
+                line = _serialised(record)
+            out.write(line)
+            written += 1
+            size += len(line)
     return written, size
 
 

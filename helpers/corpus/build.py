@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..common.errors import UserError
+from ..common.files import written_atomically
 from ..common.paths import CACHE_DIR, RAW_DIR
 from ..common.progress import progress_bar
 from .jsonl import read_jsonl
@@ -214,17 +215,12 @@ def code_records(stats: DomainStats, code_mb: float) -> Iterator[dict]:
 
 def write_jsonl_atomic(records: Iterable[dict], path: Path, domain: str, stats: DomainStats) -> None:
     """Write records with ids `{domain}-{n:06d}`; the file appears under its name only when complete."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as out:
-            for record in records:
-                record = {"text": record["text"], "title": record["title"],
-                          "source": record["source"], "id": f"{domain}-{stats.documents:06d}"}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                stats.add(record["text"])
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with written_atomically(path) as out:
+        for record in records:
+            record = {"text": record["text"], "title": record["title"],
+                      "source": record["source"], "id": f"{domain}-{stats.documents:06d}"}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            stats.add(record["text"])
 
 
 def build_corpus(out: str | os.PathLike = RAW_DIR, code_mb: float = CODE_MB_DEFAULT,
@@ -308,7 +304,8 @@ def training_and_held_out_texts(path: str | os.PathLike, train_chars: int,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(RAW_DIR), help="output directory (default: data/raw)")
-    parser.add_argument("--code-mb", type=float, default=CODE_MB_DEFAULT, help="megabytes of standard-library code to take")
+    parser.add_argument("--code-mb", type=float, default=CODE_MB_DEFAULT,
+                        help="megabytes of standard-library code to take")
     parser.add_argument("--force", action="store_true", help="rebuild files that already exist")
     args = parser.parse_args(argv)
     if args.code_mb <= 0:

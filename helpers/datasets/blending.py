@@ -26,7 +26,7 @@ from numba import njit
 
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
-from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_ranges
+from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_span
 from .indexed import IndexedDataset, idx_path
 from .layout import from_windows
 
@@ -214,19 +214,19 @@ def mix_over_steps(dataset_index: np.ndarray, sources: int, batch_size: int = 1,
     return {"per_step": counts / batch_size, "cumulative": cumulative}
 
 
-def _split_dataset(prefix: str, split: str | None, size: int | None, index: int,
+def _split_dataset(prefix: str, split: str | None, split_name: str, *, size: int | None,
                    config: GPTDatasetConfig) -> GPTDataset:
     """The GPTDataset of one split of one prefix; with no split string, the whole prefix (per-split blends)."""
     indexed = IndexedDataset(prefix)
-    span = split_ranges(split, len(indexed))[index] if split is not None else (0, len(indexed))
-    return GPTDataset(prefix, span, size, config, split_name=SPLITS[index], dataset=indexed)
+    span = split_span(split, split_name, len(indexed)) if split is not None else (0, len(indexed))
+    return GPTDataset(prefix, span, size, config, split_name=split_name, dataset=indexed)
 
 
-def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, config: GPTDatasetConfig):
+def _blend_split(blend: Blend, split: str | None, split_name: str, *, size: int | None, config: GPTDatasetConfig):
     """One split's dataset from a blend (a GPTDataset for one prefix, else a BlendedDataset)."""
     # Megatron: one prefix is a plain GPTDataset (per-split blends: whatever its weight)
     if len(blend.prefixes) == 1 and (blend.weights is None or split is None):
-        return _split_dataset(blend.prefixes[0], split, size, index, config)
+        return _split_dataset(blend.prefixes[0], split, split_name, size=size, config=config)
     if blend.weights is not None:
         if size is None:
             raise UserError("a weighted blend needs a sample count for each split it builds; fix: pass num_samples")
@@ -234,7 +234,8 @@ def _blend_split(blend: Blend, split: str | None, size: int | None, index: int, 
         buffers = sizes_per_dataset(blend.weights, size, SURPLUS)
     else:
         targets, buffers = None, [None] * len(blend.prefixes)
-    parts = [_split_dataset(prefix, split, buffer, index, config) for prefix, buffer in zip(blend.prefixes, buffers)]
+    parts = [_split_dataset(prefix, split, split_name, size=buffer, config=config)
+             for prefix, buffer in zip(blend.prefixes, buffers)]
     if blend.weights is not None:
         return BlendedDataset(parts, blend.weights, sum(targets))
     lengths = [len(p) for p in parts]
@@ -249,10 +250,9 @@ def build_split(data_path: list[str] | Blend, split: str, split_name: str, num_s
     if split_name not in SPLITS:
         raise UserError(f"split name '{split_name}' is not one of {', '.join(SPLITS)}; fix: use one of those")
     blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
-    index = SPLITS.index(split_name)
-    if split_bookends(split)[index] is None:
+    if split_bookends(split)[SPLITS.index(split_name)] is None:
         raise UserError(f"--split {split} gives the {split_name} split no share; fix: give it a positive share")
-    return _blend_split(blend, split, num_samples, index, config)
+    return _blend_split(blend, split, split_name, size=num_samples, config=config)
 
 
 def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_samples, seq_length: int, seed: int,
@@ -271,9 +271,9 @@ def build_datasets(data_path: list[str] | Blend | None, split: str | None, num_s
                               **document_options)
     if blend_per_split is not None:
         return tuple(None if blend_per_split.get(name) is None else
-                     _blend_split(blend_per_split[name], None, num_samples[i], i, config)
+                     _blend_split(blend_per_split[name], None, name, size=num_samples[i], config=config)
                      for i, name in enumerate(SPLITS))
     blend = data_path if isinstance(data_path, Blend) else parse_data_path(data_path)
     bookends = split_bookends(split)
-    return tuple(None if bookends[i] is None else _blend_split(blend, split, num_samples[i], i, config)
-                 for i in range(3))
+    return tuple(None if bookends[i] is None else _blend_split(blend, split, name, size=num_samples[i], config=config)
+                 for i, name in enumerate(SPLITS))

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.files import temporary_name, write_text_atomically, written_atomically
 from .indexed import CODE_OF_DTYPE, IndexedDataset, IndexedWriter, bin_path
 
 METADATA = "dataset_metadata.json"
@@ -32,19 +33,8 @@ BOUNDARIES = "each document is one run of tokens ending with eod_id, the only eo
 CHUNK_TOKENS = 1 << 24  # tokens compared with EOD at a time: memory stays flat on a large dataset
 
 
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
 def _write_json(path: Path, content: dict) -> None:
-    """Write under a temporary name, then rename into place: never half a file."""
-    tmp = _temporary(path)
-    try:
-        tmp.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(content, indent=2) + "\n")
 
 
 def _count_equal(tokens: np.ndarray, value: int) -> int:
@@ -107,17 +97,11 @@ def indexed_to_npy(prefix: str | os.PathLike, out: str | os.PathLike, eod_id: in
     out.parent.mkdir(parents=True, exist_ok=True)
     sidecar = Path(f"{out}.json")
     sidecar.unlink(missing_ok=True)  # an old sidecar never describes the new array
-    tmp = _temporary(out)
     header = {"descr": np.lib.format.dtype_to_descr(ds.dtype), "fortran_order": False, "shape": (ds.num_tokens,)}
-    try:
-        with open(tmp, "wb") as handle:
-            np.lib.format.write_array_header_1_0(handle, header)
-            with open(bin_path(prefix), "rb") as data:
-                shutil.copyfileobj(data, handle, length=16 << 20)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with written_atomically(out, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+        with open(bin_path(prefix), "rb") as data:
+            shutil.copyfileobj(data, handle, length=16 << 20)
     _write_json(sidecar, {"format": "npy", "dtype": ds.dtype.name, "tokens": ds.num_tokens,
                           "documents": ds.document_count, "eod_id": eod_id, "boundaries": BOUNDARIES,
                           "source": str(source if source is not None else prefix)})
@@ -179,11 +163,12 @@ def indexed_to_shards(prefix: str | os.PathLike, out_dir: str | os.PathLike, tok
         raise UserError(f"{dtype} cannot hold this dataset's ids; fix: choose uint32 or {ds.dtype}")
     require_boundaries(ds, eod_id, "shards")
     out_dir = Path(out_dir)
-    work = _temporary(out_dir)
+    work = temporary_name(out_dir)
     shutil.rmtree(work, ignore_errors=True)
     try:
-        _write_shards(work, tokens, dtype, tokens_per_shard, val_fraction,
-                      {"eod_id": eod_id, "documents": ds.document_count, "boundaries": BOUNDARIES,
+        _write_shards(work=work, tokens=tokens, dtype=dtype, tokens_per_shard=tokens_per_shard,
+                      val_fraction=val_fraction,
+                      facts={"eod_id": eod_id, "documents": ds.document_count, "boundaries": BOUNDARIES,
                        "source": str(source if source is not None else prefix)})
         _swap_in(work, out_dir)
     except BaseException:
@@ -214,7 +199,7 @@ def _write_shards(work: Path, tokens: np.ndarray, dtype: np.dtype, tokens_per_sh
 def _swap_in(work: Path, out_dir: Path) -> None:
     """Put the finished folder `work` at `out_dir`; an old folder there is removed only once the new one
     has taken its place (a crash in between leaves it under a hidden `.old` name, never half of either)."""
-    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    old = temporary_name(out_dir, "old")
     if out_dir.exists():
         os.replace(out_dir, old)
     os.replace(work, out_dir)

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ..common.errors import UserError
+from ..common.files import process_alive, temporary_name
 from .indexed import IndexedDataset, fingerprint
 from .layout import from_windows
 
@@ -80,6 +81,14 @@ def split_ranges(split: str, num_sequences: int) -> list[tuple[int, int] | None]
     """Sequence ranges [begin, end) of each split, with Python's `round` as Megatron uses."""
     return [None if b is None else (int(round(b[0] * float(num_sequences))), int(round(b[1] * float(num_sequences))))
             for b in split_bookends(split)]
+
+
+def split_span(split: str, split_name: str, num_sequences: int) -> tuple[int, int] | None:
+    """The range [begin, end) of the split called `split_name` among `num_sequences`, None where `split`
+    gives it no share."""
+    if split_name not in SPLITS:
+        raise UserError(f"split name '{split_name}' is not one of {', '.join(SPLITS)}; fix: use one of those")
+    return split_ranges(split, num_sequences)[SPLITS.index(split_name)]
 
 
 def number_of_epochs(tokens_per_epoch: int, num_samples: int | None, seq_length: int) -> int:
@@ -162,7 +171,8 @@ INDEX_NAMES = ("document_index", "sample_index", "shuffle_index")
 
 def _no_samples() -> SampleIndices:
     """The indices of a dataset with no sample: no document drawn, no epoch, one sample boundary."""
-    return SampleIndices(np.zeros(0, np.int32), np.zeros((1, 2), np.int64), np.zeros(0, np.uint32), 0, 0)
+    return SampleIndices(document_index=np.zeros(0, np.int32), sample_index=np.zeros((1, 2), np.int64),
+                         shuffle_index=np.zeros(0, np.uint32), epochs=0, tokens_per_epoch=0)
 
 
 def _distributed_rank() -> int | None:
@@ -223,7 +233,8 @@ class GPTDataset(torch.utils.data.Dataset):
         sample_index = build_sample_index(self.dataset.sequence_lengths, document_index, self.seq_length, num_samples)
         first = before_final if separate else num_samples
         shuffle_index = build_shuffle_index(first, num_samples, rng)
-        return SampleIndices(document_index, sample_index, shuffle_index, epochs, tokens_per_epoch)
+        return SampleIndices(document_index=document_index, sample_index=sample_index, shuffle_index=shuffle_index,
+                             epochs=epochs, tokens_per_epoch=tokens_per_epoch)
 
     def _load_or_build(self, tokens_per_epoch: int) -> SampleIndices:
         """Build the indices, or load them from `config.cache_dir`; under torch.distributed rank 0 builds
@@ -356,30 +367,20 @@ def _cached_indices(folder: Path, description: dict) -> SampleIndices | None:
     return None
 
 
-TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)-(?P<thread>\d+)-(?P<purpose>new|old)@(?P<host>.*)")
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<purpose>new|old)-(?P<thread>\d+)@(?P<host>.*)\.tmp-(?P<pid>\d+)")
 
 
 def _temporary_name(folder: Path, purpose: str) -> Path:
     """A hidden sibling of `folder` that no other host, process or thread uses at the same time."""
-    return folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}-{purpose}@{socket.gethostname()}")
+    return temporary_name(folder, f"{purpose}-{threading.get_ident()}@{socket.gethostname()}")
 
 
 def _remove_dead_temporaries(cache_dir: Path) -> None:
     """Remove the cache's temporaries left by processes of this host that are gone (killed mid-save)."""
     for path in cache_dir.glob(".*.tmp-*"):
         match = TEMPORARY.fullmatch(path.name)
-        if match and match["host"] == socket.gethostname() and not _process_alive(int(match["pid"])):
+        if match and match["host"] == socket.gethostname() and not process_alive(int(match["pid"])):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
 
 
 def _save_indices(folder: Path, indices: SampleIndices, description: dict) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import struct
 import weakref
@@ -29,6 +28,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.files import remove_stale_temporaries, temporary_name
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -79,49 +79,6 @@ def bin_path(prefix: str | os.PathLike) -> Path:
     return Path(f"{prefix}.bin")
 
 
-def _temporary(path: Path) -> Path:
-    """The hidden name `path` has while it is written: `.NAME.tmp-PID`, the writer's process id last, so
-    that `remove_stale_temporaries` can tell a dead writer's leftovers from a live writer's work."""
-    hidden = path.name if path.name.startswith(".") else f".{path.name}"
-    return path.with_name(f"{hidden}.tmp-{os.getpid()}")
-
-
-_TEMPORARY_PID = re.compile(r"\.tmp-(\d+)")
-
-
-def _process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (on Windows, where signal 0 would kill it, always assumed)."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def remove_stale_temporaries(prefix: str | os.PathLike) -> list[Path]:
-    """Remove what killed runs left for `prefix` (SIGKILL leaves no chance to clean up): the hidden files
-    `.NAME.*.tmp-PID*` beside it whose last PID is no running process. A live writer's files stay."""
-    prefix = Path(prefix)
-    hidden = prefix.name if prefix.name.startswith(".") else f".{prefix.name}"
-    try:
-        entries = list(os.scandir(prefix.parent))
-    except FileNotFoundError:
-        return []
-    removed = []
-    for entry in entries:
-        if not entry.name.startswith(f"{hidden}."):
-            continue
-        pids = _TEMPORARY_PID.findall(entry.name[len(hidden):])
-        if pids and not _process_alive(int(pids[-1])) and entry.is_file(follow_symlinks=False):
-            Path(entry.path).unlink(missing_ok=True)
-            removed.append(Path(entry.path))
-    return removed
-
-
 def _discard_temporaries(handle, paths: tuple[Path, ...], owner: int) -> None:
     """Close a writer's `.bin` and remove its temporary files; a forked child, which does not own them,
     leaves them alone."""
@@ -160,11 +117,11 @@ class IndexedWriter:
             raise ValueError(f"dtype {self.dtype} has no Megatron dtype code")
         self.prefix.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.prefix)
-        self._bin_tmp = _temporary(bin_path(self.prefix))
-        self._idx_tmp = _temporary(idx_path(self.prefix))
+        self._bin_tmp = temporary_name(bin_path(self.prefix))
+        self._idx_tmp = temporary_name(idx_path(self.prefix))
         self._bin = open(self._bin_tmp, "wb")
-        self._discard = weakref.finalize(self, _discard_temporaries, self._bin, (self._bin_tmp, self._idx_tmp),
-                                         os.getpid())
+        self._discard = weakref.finalize(self, _discard_temporaries, handle=self._bin,
+                                         paths=(self._bin_tmp, self._idx_tmp), owner=os.getpid())
         self._lengths: list[np.ndarray] = []
         self._document_ends: list[np.ndarray] = []
         self._sequences = 0
@@ -240,7 +197,8 @@ class IndexedWriter:
         np.cumsum(lengths[:-1].astype(np.int64) * self.dtype.itemsize, out=pointers[1:])
         document_indices = np.concatenate([np.zeros(1, np.int64), *self._document_ends])
         with open(self._idx_tmp, "wb") as out:
-            out.write(HEADER.pack(MAGIC, VERSION, CODE_OF_DTYPE[self.dtype], lengths.size, document_indices.size))
+            header = (MAGIC, VERSION, CODE_OF_DTYPE[self.dtype], lengths.size, document_indices.size)
+            out.write(HEADER.pack(*header))
             out.write(lengths.astype("<i4").tobytes())
             out.write(pointers.astype("<i8").tobytes())
             out.write(document_indices.astype("<i8").tobytes())

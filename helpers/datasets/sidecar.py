@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import UserError
+from ..common.files import write_text_atomically
 from ..tokenizers.zoo import HuggingFaceFolderTokenizer, ZooTokenizer, load_tokenizer
 
 FORMAT = "megatron"
@@ -32,15 +34,7 @@ def sidecar_path(prefix: str | os.PathLike) -> Path:
 
 def write_sidecar(prefix: str | os.PathLike, content: dict) -> Path:
     """Write the sidecar under a temporary name, then rename it into place: never half a file."""
-    path = sidecar_path(prefix)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        temporary.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomically(sidecar_path(prefix), json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
 
 def _problem(content) -> str | None:
@@ -134,7 +128,22 @@ def tokenizer_for(prefix: str | os.PathLike, name: str | ZooTokenizer | None = N
     return _load(name)
 
 
-def data_facts(prefix: str | os.PathLike, tokenizer: str | ZooTokenizer | None = None) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class DataFacts:
+    """What a dataset's tokens mean: the tokenizer that made them, its vocabulary and special ids, the
+    dtype on disk, and where these facts came from (`source`: the sidecar's path, or "named")."""
+
+    tokenizer: str
+    fingerprint: str
+    vocab_size: int
+    eod_id: int | None
+    bos_id: int | None
+    dtype: str
+    append_eod: bool | None  # None where no sidecar says
+    source: str
+
+
+def data_facts(prefix: str | os.PathLike, tokenizer: str | ZooTokenizer | None = None) -> DataFacts:
     """Vocabulary size, EOD id, tokenizer name and dtype of the data at `prefix`, and where they came from.
 
     From the sidecar without loading any tokenizer when no `tokenizer` is named (a named one is loaded
@@ -152,7 +161,7 @@ def data_facts(prefix: str | os.PathLike, tokenizer: str | ZooTokenizer | None =
     return _facts(sidecar["tokenizer"], sidecar["dtype"], sidecar["append_eod"], str(sidecar_path(prefix)))
 
 
-def _facts(identity: dict, dtype: str, append_eod: bool | None, source: str) -> dict:
-    return {"tokenizer": identity["name"], "fingerprint": identity["fingerprint"],
-            "vocab_size": identity["vocab_size"], "eod_id": identity["eod_id"], "bos_id": identity.get("bos_id"),
-            "dtype": dtype, "append_eod": append_eod, "source": source}
+def _facts(identity: dict, dtype: str, append_eod: bool | None, source: str) -> DataFacts:
+    return DataFacts(tokenizer=identity["name"], fingerprint=identity["fingerprint"],
+                     vocab_size=identity["vocab_size"], eod_id=identity["eod_id"], bos_id=identity.get("bos_id"),
+                     dtype=dtype, append_eod=append_eod, source=source)

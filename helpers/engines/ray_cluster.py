@@ -23,7 +23,6 @@ from typing import Callable, Iterator
 from ..common.errors import UserError
 from ..common.stop_signals import STOP_SIGNALS, Terminated, check_signals, signals_held
 
-ENGINES = ("local", "ray")  # where a command's passes run: processes on this machine, or Ray tasks
 WAIT_SECONDS = 0.2  # how often the driver looks up from waiting, to notice Ctrl-C and SIGTERM
 SETTLE_SECONDS = 30  # how long cancelled tasks get to end before the driver goes on
 CONNECT_SECONDS = 10  # how long reaching a cluster's address may take (Ray itself would retry for ever)

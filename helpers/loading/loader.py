@@ -25,7 +25,7 @@ import torch
 from ..common.errors import UserError
 from ..common.paths import CACHE_DIR
 from ..datasets.layout import BATCH_KEYS
-from .sources import Source, open_source
+from .sources import Source, SourceSettings, open_source
 
 log = logging.getLogger("helpers.loading.loader")
 if not log.handlers:  # say where the data comes from even when the application configured no logging
@@ -148,15 +148,18 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
         raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
                         "fix: give both at least 1")
     rank, world_size = _ranks(rank, world_size)
-    data = open_source(data_path, split, split_name, seq_length, seed, num_samples, source, vocab_size, packing,
-                       tokenizer, eod_id, reset_position_ids, eod_mask_loss,
-                       None if cache_dir is None else str(cache_dir))
+    data = open_source(SourceSettings(
+        data_path=data_path, split=split, split_name=split_name, seq_length=seq_length, seed=seed,
+        num_samples=num_samples, source=source, vocab_size=vocab_size, packing=packing, tokenizer=tokenizer,
+        eod_id=eod_id, reset_position_ids=reset_position_ids, eod_mask_loss=eod_mask_loss,
+        cache_dir=None if cache_dir is None else str(cache_dir)))
     if data.kind == "synthetic":
         log.warning(data.describe())
     else:
         log.info(data.describe())
     pin = torch.cuda.is_available() if pin_memory is None else pin_memory
-    return TokenBatches(data, batch_size, seed, rank, world_size, num_workers, pin, prefetch_factor)
+    return TokenBatches(data, batch_size, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
+                        pin_memory=pin, prefetch_factor=prefetch_factor)
 
 
 def samples_for_transformers(loader: TokenBatches, keys=("input_ids", "labels", "position_ids")):

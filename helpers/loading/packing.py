@@ -205,20 +205,22 @@ def _best_fit(lengths, capacity):  # pragma: no cover - compiled
 def _plan_from_rows(strategy, capacity, document, start, length, rows, row_count, truncated,
                     dropped_documents) -> PackPlan:
     order = np.argsort(rows, kind="stable")
-    return PackPlan(strategy, capacity, rows[order], document[order], start[order], length[order], int(row_count),
-                    truncated, dropped_documents)
+    return PackPlan(strategy=strategy, capacity=capacity, row=rows[order], document=document[order],
+                    start=start[order], length=length[order], rows=int(row_count),
+                    truncated_tokens=truncated, dropped_documents=dropped_documents)
 
 
 def pack(lengths: np.ndarray, capacity: int, strategy: str = "best_fit_decreasing", overlong: str = "truncate",
          window: int = 256, buffer_rows: int = 8) -> PackPlan:
     """A pack plan for documents of these lengths (e.g. an `.idx`'s `sequence_lengths`)."""
-    _check_parameters(capacity, overlong, strategy, window, buffer_rows)
+    _check_parameters(capacity=capacity, overlong=overlong, strategy=strategy, window=window, buffer_rows=buffer_rows)
     lengths, dropped_documents = _without_dropped(np.asarray(lengths, dtype=np.int64), capacity, overlong)
     if strategy == "concat":
         return _concat(lengths, capacity, dropped_documents)
     if strategy == "streaming":
         segments = list(stream_pack(iter(lengths.tolist()), capacity, buffer_rows, overlong))
-        return _plan_from_stream(segments, capacity, lengths, overlong, dropped_documents)
+        return _plan_from_stream(rows=segments, capacity=capacity, lengths=lengths, overlong=overlong,
+                                 dropped_documents=dropped_documents)
     document, start, length, truncated = _pieces(lengths, capacity, overlong)
     if strategy == "pad":
         rows, count = np.arange(document.size, dtype=np.int64), document.size
@@ -233,7 +235,8 @@ def pack(lengths: np.ndarray, capacity: int, strategy: str = "best_fit_decreasin
         rows[order] = sorted_rows
     else:
         rows, count = _window(length, capacity, window)
-    return _plan_from_rows(strategy, capacity, document, start, length, rows, count, truncated, dropped_documents)
+    return _plan_from_rows(strategy=strategy, capacity=capacity, document=document, start=start, length=length,
+                           rows=rows, row_count=count, truncated=truncated, dropped_documents=dropped_documents)
 
 
 def _concat(lengths: np.ndarray, capacity: int, dropped_documents: int) -> PackPlan:
@@ -246,9 +249,10 @@ def _concat(lengths: np.ndarray, capacity: int, dropped_documents: int) -> PackP
     boundaries = np.union1d(np.concatenate([[0], ends]), cuts)  # document ends and row cuts
     seg_start, seg_end = boundaries[:-1], boundaries[1:]
     k = np.searchsorted(ends, seg_start, side="right")
-    return PackPlan("concat", capacity, (seg_start // capacity).astype(np.int64), present[k].astype(np.int64),
-                    (seg_start - (ends[k] - sizes[k])).astype(np.int64), (seg_end - seg_start).astype(np.int64),
-                    -(-total // capacity), 0, dropped_documents)
+    return PackPlan(strategy="concat", capacity=capacity, row=(seg_start // capacity).astype(np.int64),
+                    document=present[k].astype(np.int64), start=(seg_start - (ends[k] - sizes[k])).astype(np.int64),
+                    length=(seg_end - seg_start).astype(np.int64),
+                    rows=-(-total // capacity), truncated_tokens=0, dropped_documents=dropped_documents)
 
 
 def _window(length: np.ndarray, capacity: int, window: int):
@@ -314,8 +318,9 @@ def _plan_from_stream(rows: list[list[tuple[int, int, int]]], capacity: int, len
     flat = [(r, d, s, n) for r, segments in enumerate(rows) for d, s, n in segments]
     array = np.array(flat, dtype=np.int64).reshape(-1, 4)
     truncated = int(np.maximum(lengths - capacity, 0).sum()) if overlong == "truncate" else 0
-    return PackPlan("streaming", capacity, array[:, 0], array[:, 1], array[:, 2], array[:, 3], len(rows), truncated,
-                    dropped_documents)
+    return PackPlan(strategy="streaming", capacity=capacity, row=array[:, 0], document=array[:, 1],
+                    start=array[:, 2], length=array[:, 3], rows=len(rows), truncated_tokens=truncated,
+                    dropped_documents=dropped_documents)
 
 
 # ---------------------------------------------------------------- metrics

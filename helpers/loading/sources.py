@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,11 +36,32 @@ from ..datasets.blending import (
     parse_data_path,
 )
 from ..datasets.formats import METADATA
-from ..datasets.gpt_dataset import SPLITS, GPTDatasetConfig, split_ranges
+from ..datasets.gpt_dataset import GPTDatasetConfig, split_span
 from ..datasets.indexed import IndexedDataset, fingerprint
 from ..datasets.layout import from_windows
-from ..datasets.sidecar import data_facts
+from ..datasets.sidecar import DataFacts, data_facts
 from .packing import pack, rows_batch
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceSettings:
+    """What to read and how to cut it into samples: built once (by `make_dataloader`) and handed whole to
+    `open_source` and the source it opens. `data_path` travels down; nothing hands it back up."""
+
+    data_path: Any = None  # Megatron prefixes or a weighted blend, a flat .npy, or a shard folder
+    split: str = "969,30,1"
+    split_name: str = "train"
+    seq_length: int = 1024
+    seed: int = 1234
+    num_samples: int | None = None  # Megatron's meaning; None is one epoch
+    source: str = "real"  # or "synthetic", by name only
+    vocab_size: int | None = None  # synthetic data's range
+    packing: str | None = None  # a packing strategy: rows of whole documents
+    tokenizer: str | None = None  # where the data has no sidecar naming one
+    eod_id: int | None = None
+    reset_position_ids: bool = False
+    eod_mask_loss: bool = False
+    cache_dir: str | None = None
 
 
 def _digest(content: dict) -> str:
@@ -98,26 +121,26 @@ class MegatronSource(Source):
 
     kind = "megatron"
 
-    def __init__(self, blend: Blend, split: str, split_name: str, num_samples: int | None,
-                 config: GPTDatasetConfig, facts: dict):
-        self.blend, self.split, self.split_name, self.config, self.facts = blend, split, split_name, config, facts
-        self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.get("vocab_size")
+    def __init__(self, blend: Blend, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+        self.blend, self.split, self.split_name = blend, settings.split, settings.split_name
+        self.config, self.facts = config, facts
+        self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
+        num_samples = settings.num_samples
         if num_samples is None and blend.weights is not None and len(blend.prefixes) > 1:
-            num_samples = self._one_pass(blend, split, split_name, config)
-        self.dataset = build_split(blend, split, split_name, num_samples, config)
+            num_samples = self._one_pass(blend, settings)
+        self.dataset = build_split(blend, self.split, self.split_name, num_samples=num_samples, config=config)
         self.num_samples = len(self.dataset) if num_samples is None else min(int(num_samples), len(self.dataset))
 
     @staticmethod
-    def _one_pass(blend: Blend, split: str, split_name: str, config: GPTDatasetConfig) -> int:
+    def _one_pass(blend: Blend, settings: SourceSettings) -> int:
         """A weighted blend asked for 'one epoch': as many samples as its datasets hold together."""
-        index = SPLITS.index(split_name)
         total = 0
         for prefix in blend.prefixes:
             indexed = IndexedDataset(prefix)
-            span = split_ranges(split, len(indexed))[index]
+            span = split_span(settings.split, settings.split_name, len(indexed))
             if span is not None:
                 total += max(int(indexed.sequence_lengths[span[0]:span[1]].sum(dtype=np.int64)) - 1, 0)
-        return max(total // config.seq_length, 1)
+        return max(total // settings.seq_length, 1)
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         return self.dataset.batch(sample_ids)
@@ -135,7 +158,7 @@ class MegatronSource(Source):
         opened = [IndexedDataset(p) for p in self.blend.prefixes]
         documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
-                f" in all), tokenizer {self.facts.get('tokenizer', '?')} ({self.facts.get('source', '?')})")
+                f" in all), tokenizer {self.facts.tokenizer} ({self.facts.source})")
 
 
 # ---------------------------------------------------------------- a flat .npy (seed 001)
@@ -150,9 +173,9 @@ class NpySource(Source):
 
     kind = "npy"
 
-    def __init__(self, path: Path, split: str, split_name: str, num_samples: int | None, seq_length: int,
-                 seed: int, eod_id: int | None):
-        self.path, self.seq_length, self.seed = Path(path), seq_length, seed
+    def __init__(self, path: Path, settings: SourceSettings):
+        self.path, self.seq_length, self.seed = Path(path), settings.seq_length, settings.seed
+        split, split_name, eod_id = settings.split, settings.split_name, settings.eod_id
         self.tokens = np.load(self.path, mmap_mode="r")
         if self.tokens.ndim != 1 or self.tokens.dtype.kind not in "iu":
             raise UserError(f"{self.path}: a {self.tokens.ndim}-D {self.tokens.dtype} array; fix: give a flat "
@@ -160,12 +183,12 @@ class NpySource(Source):
         sidecar = Path(f"{self.path}.json")
         meta = json.loads(sidecar.read_text()) if sidecar.exists() else {}
         self.eod_id = eod_id if eod_id is not None else meta.get("eod_id")
-        windows = (self.tokens.size - 1) // seq_length
-        span = split_ranges(split, windows)[SPLITS.index(split_name)]
+        windows = (self.tokens.size - 1) // self.seq_length
+        span = split_span(split, split_name, windows)
         if span is None:
             raise UserError(f"--split {split} gives the {split_name} split no share; fix: give it a positive share")
         self.first_window, self.windows = span[0], span[1] - span[0]
-        self.num_samples = _window_samples(num_samples, self.windows, f"{self.path} ({split_name} split)")
+        self.num_samples = _window_samples(settings.num_samples, self.windows, f"{self.path} ({split_name} split)")
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.windows, self.seed)
@@ -191,9 +214,9 @@ class ShardSource(Source):
 
     kind = "shards"
 
-    def __init__(self, folder: Path, split_name: str, num_samples: int | None, seq_length: int, seed: int,
-                 eod_id: int | None):
-        self.folder, self.seq_length, self.seed = Path(folder), seq_length, seed
+    def __init__(self, folder: Path, settings: SourceSettings):
+        self.folder, self.seq_length, self.seed = Path(folder), settings.seq_length, settings.seed
+        split_name, seq_length, eod_id = settings.split_name, settings.seq_length, settings.eod_id
         meta = json.loads((self.folder / METADATA).read_text())
         directory = {"train": "train/", "valid": "val/"}.get(split_name)
         if directory is None:
@@ -205,7 +228,7 @@ class ShardSource(Source):
         per_shard = np.array([max((s["tokens"] - 1) // seq_length, 0) for s in self.shards], dtype=np.int64)
         self.window_starts = np.concatenate([[0], np.cumsum(per_shard)])
         self.windows = int(self.window_starts[-1])
-        self.num_samples = _window_samples(num_samples, self.windows, f"{self.folder}/{directory}")
+        self.num_samples = _window_samples(settings.num_samples, self.windows, f"{self.folder}/{directory}")
         self._maps: dict[int, np.ndarray] = {}
 
     def _shard(self, k: int) -> np.ndarray:
@@ -244,15 +267,18 @@ class PackedSource(Source):
 
     kind = "packed"
 
-    def __init__(self, blend: Blend, split: str, split_name: str, num_samples: int | None, seq_length: int,
-                 seed: int, strategy: str, eod_id: int | None, pad_id: int):
+    def __init__(self, blend: Blend, settings: SourceSettings, pad_id: int):
+        """`settings.eod_id` is the data's (its sidecar's where none was given)."""
+        split, split_name, seq_length = settings.split, settings.split_name, settings.seq_length
+        strategy = settings.packing
         self.blend, self.split, self.split_name = blend, split, split_name
-        self.seq_length, self.seed, self.strategy, self.eod_id, self.pad_id = seq_length, seed, strategy, eod_id, pad_id
-        index = SPLITS.index(split_name)
+        self.seq_length, self.seed, self.strategy = seq_length, settings.seed, strategy
+        self.eod_id, self.pad_id = settings.eod_id, pad_id
+        num_samples = settings.num_samples
         self.datasets, self.plans, self.first_sequence = [], [], []
         for k, prefix in enumerate(blend.prefixes):
             indexed = IndexedDataset(prefix)
-            span = split_ranges(split, len(indexed))[index]
+            span = split_span(split, split_name, len(indexed))
             if span is None or span[1] <= span[0]:
                 if blend.weights is None or blend.weights[k] > 0:
                     raise UserError(f"{prefix}: the {split_name} split of --split {split} holds no document; "
@@ -325,16 +351,14 @@ class SyntheticSource(Source):
 # ---------------------------------------------------------------- telling formats apart
 
 
-def open_source(data_path, split: str, split_name: str, seq_length: int, seed: int, num_samples: int | None,
-                source: str = "real", vocab_size: int | None = None, packing: str | None = None,
-                tokenizer: str | None = None, eod_id: int | None = None, reset_position_ids: bool = False,
-                eod_mask_loss: bool = False, cache_dir: str | None = None) -> Source:
-    """The source `data_path` names, told apart by what is on disk: a `.npy` file, a folder with
+def open_source(settings: SourceSettings) -> Source:
+    """The source `settings.data_path` names, told apart by what is on disk: a `.npy` file, a folder with
     `dataset_metadata.json`, else Megatron prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them)."""
-    if source == "synthetic":
-        return SyntheticSource(vocab_size, num_samples, seq_length, seed)
-    if source != "real":
-        raise UserError(f"source must be 'real' or 'synthetic', got {source!r}; "
+    data_path = settings.data_path
+    if settings.source == "synthetic":
+        return SyntheticSource(settings.vocab_size, settings.num_samples, settings.seq_length, settings.seed)
+    if settings.source != "real":
+        raise UserError(f"source must be 'real' or 'synthetic', got {settings.source!r}; "
                         "fix: source='real' (or 'synthetic' with vocab_size, for random tokens)")
     if data_path is None or (isinstance(data_path, (list, tuple)) and not data_path):
         raise DataNotFoundError("no data_path given for real data; fix: pass Megatron prefixes (make them with "
@@ -344,17 +368,18 @@ def open_source(data_path, split: str, split_name: str, seq_length: int, seed: i
         if not single.exists():
             raise DataNotFoundError(f"{single}: no such token file; fix: make it with python -m helpers.preprocess "
                                     "--format npy, or correct the path")
-        return NpySource(single, split, split_name, num_samples, seq_length, seed, eod_id)
+        return NpySource(single, settings)
     if single is not None and single.is_dir():
         if not (single / METADATA).exists():
             raise DataNotFoundError(f"{single / METADATA}: no such file; fix: make shards with python -m "
                                     "helpers.preprocess --format shards, or point at a Megatron prefix")
-        return ShardSource(single, split_name, num_samples, seq_length, seed, eod_id)
+        return ShardSource(single, settings)
     blend = parse_data_path([str(data_path)] if isinstance(data_path, Path) else data_path)
-    facts = data_facts(blend.prefixes[0], tokenizer)
-    eod = eod_id if eod_id is not None else facts.get("eod_id")
-    if packing is not None:
-        return PackedSource(blend, split, split_name, num_samples, seq_length, seed, packing, eod,
-                            pad_id=eod if eod is not None else 0)
-    config = GPTDatasetConfig(seq_length, seed, eod, reset_position_ids, eod_mask_loss, cache_dir)
-    return MegatronSource(blend, split, split_name, num_samples, config, facts)
+    facts = data_facts(blend.prefixes[0], settings.tokenizer)
+    settings = replace(settings, eod_id=settings.eod_id if settings.eod_id is not None else facts.eod_id)
+    if settings.packing is not None:
+        return PackedSource(blend, settings, pad_id=settings.eod_id if settings.eod_id is not None else 0)
+    config = GPTDatasetConfig(seq_length=settings.seq_length, seed=settings.seed, eod_id=settings.eod_id,
+                              reset_position_ids=settings.reset_position_ids, eod_mask_loss=settings.eod_mask_loss,
+                              cache_dir=settings.cache_dir)
+    return MegatronSource(blend, settings, config, facts)

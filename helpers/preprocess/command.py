@@ -44,19 +44,21 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import UserError
+from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.progress import progress_bar
 from ..corpus.jsonl import check_json_keys
 from ..corpus.ranges import check_input, plan_ranges
-from ..datasets.indexed import IndexedDataset, remove_stale_temporaries
-from ..datasets.sidecar import FORMAT, tokenizer_identity
-from ..engines.ray_cluster import ENGINES, require_ray
+from ..datasets.indexed import IndexedDataset
+from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
+from ..engines.flags import ENGINES, check_engine_flags
 from ..tokenizers.zoo import load_tokenizer
-from .outputs import remove_dataset, write_datasets
-from .partitions import preprocess_partitions, run_parts_locally
-from .ray_runner import run_parts_on_ray
+from .outputs import RunFacts, datasets_written, remove_dataset
+from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions
+from .ray_runner import RayPartitions
 from .summary import Summary, require_documents
 from .workers import RunSettings, encode_range
 
@@ -74,23 +76,17 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     """Tokenize a JSONL file into one Megatron indexed dataset per key; see the module docstring."""
     input_path = Path(input_path)
     json_keys = check_json_keys(json_keys)
-    if engine not in ENGINES:
-        raise UserError(f"--engine {engine}: no such engine; fix: choose one of {', '.join(ENGINES)}")
-    if workers < 1 or partitions < 1:
-        raise UserError(f"--workers {workers} --partitions {partitions}: both must be at least 1; "
-                        "fix: pass --workers 1 or more (one per CPU core is usual) and --partitions 1 or more")
-    if ray_address is not None and engine != "ray":
-        raise UserError(f"--ray-address {ray_address} is for --engine ray; fix: add --engine ray, or leave out "
-                        "--ray-address")
-    if engine == "ray":
-        require_ray()  # before any work: a run that cannot start says so at once
+    check_engine_flags(engine, workers, ray_address, ("--partitions", partitions))
     if engine == "local" and partitions > workers:
         raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
                         f"not {workers}; fix: raise --workers or lower --partitions")
     check_input(input_path)
-    made_by = load_tokenizer(tokenizer)
-    settings = RunSettings(tokenizer, tuple(json_keys), append_eod, parse_special_tokens, skip_bad_records,
-                           made_by.megatron_dtype.name)
+    made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
+    settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
+                           parse_special=parse_special_tokens, skip_bad_records=skip_bad_records,
+                           dtype=made_by.megatron_dtype.name)
+    facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=append_eod,
+                     parse_special_tokens=parse_special_tokens, input_path=input_path)
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     for final in prefixes.values():
         remove_stale_temporaries(final)
@@ -99,40 +95,24 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
         alone = "as one Ray task" if engine == "ray" else f"as one partition with all {workers} workers"
         print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs {alone}",
               file=sys.stderr)
-
-    def describe(key: str, written: Path) -> dict:
-        return sidecar_content(written, made_by, key, input_path, append_eod, parse_special_tokens)
-
     start = time.perf_counter()
     meter = None
     try:
         meter = _Progress(input_path, progress, log_interval)
-        if engine == "ray":
-            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
-                                            run_parts_on_ray(settings, input_path, cuts, parts, meter, ray_address,
-                                                             workers))
-        elif len(ranges) == 1:
-            summary = write_datasets(prefixes, settings.dtype, describe, lambda writers: require_documents(
-                encode_range(settings, input_path, ranges[0], writers, workers, meter.report), input_path))
+        if engine == "local" and len(ranges) == 1:
+            with datasets_written(prefixes, settings.dtype, facts) as writers:
+                summary = encode_range(settings, input_path, ranges[0], writers, workers=workers, report=meter.report)
+                require_documents(summary, input_path)
         else:
-            summary = preprocess_partitions(settings, input_path, ranges, prefixes, describe, lambda cuts, parts:
-                                            run_parts_locally(settings, input_path, cuts, parts, workers, meter))
+            engine_for_parts = (RayPartitions(ray_address, workers, meter) if engine == "ray"
+                                else LocalPartitions(workers, meter))
+            job = PartsJob(settings, input_path, ranges, part_prefixes(prefixes, len(ranges)))
+            summary = preprocess_partitions(job, prefixes, facts, engine_for_parts)
     finally:
         if meter is not None:
             meter.close()
     summary.seconds = time.perf_counter() - start
     return summary
-
-
-def sidecar_content(prefix: str | os.PathLike, tokenizer, key: str, input_path: Path, append_eod: bool,
-                    parse_special_tokens: bool) -> dict:
-    """What the sidecar of a finished output says: tokenizer, flags, input, and counts read from its `.idx`."""
-    written = IndexedDataset(prefix)
-    return {"format": FORMAT, "tokenizer": tokenizer_identity(tokenizer), "dtype": written.dtype.name,
-            "append_eod": append_eod, "parse_special_tokens": parse_special_tokens, "json_key": key,
-            "inputs": [{"path": str(input_path), "bytes": input_path.stat().st_size}],
-            "documents": written.document_count, "sequences": len(written), "tokens": written.num_tokens,
-            "created_by": "helpers.preprocess"}
 
 
 class _Progress:
@@ -205,13 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.format != "megatron":
         remove_stale_temporaries(args.output_prefix)
         target = _conversion_prefix(args.output_prefix)
-    summary = preprocess(args.input, target, args.tokenizer, tuple(args.json_keys), args.workers,
-                         args.append_eod, args.parse_special_tokens, args.skip_bad_records, args.partitions,
-                         args.log_interval, progress=not args.no_progress, engine=args.engine,
+    summary = preprocess(args.input, target, args.tokenizer, json_keys=tuple(args.json_keys), workers=args.workers,
+                         append_eod=args.append_eod, parse_special_tokens=args.parse_special_tokens,
+                         skip_bad_records=args.skip_bad_records, partitions=args.partitions,
+                         log_interval=args.log_interval, progress=not args.no_progress, engine=args.engine,
                          ray_address=args.ray_address)
     if args.format != "megatron":
-        summary.outputs = convert_outputs(summary.outputs, args.output_prefix, args.format, args.tokenizer,
-                                          args.tokens_per_shard, args.val_fraction, args.shard_dtype, args.input)
+        flat = FlatFormat(layout=args.format, tokens_per_shard=args.tokens_per_shard, val_fraction=args.val_fraction,
+                          shard_dtype=args.shard_dtype)
+        summary.outputs = convert_outputs(summary.outputs, args.output_prefix, flat, source=args.input)
     for line in summary.lines():
         print(line)
     return 0
@@ -221,30 +203,40 @@ def _conversion_prefix(prefix: str | os.PathLike) -> Path:
     """Where `--format npy/shards` first writes the indexed data it converts: a hidden name ending in this
     process's id, so that after a SIGKILL the next run for the same prefix removes it (see
     `remove_stale_temporaries`), and it never looks like a finished output."""
-    prefix = Path(prefix)
-    hidden = prefix.name if prefix.name.startswith(".") else f".{prefix.name}"
-    return prefix.with_name(f"{hidden}.indexed.tmp-{os.getpid()}")
+    return temporary_name(prefix, "indexed")
 
 
-def convert_outputs(outputs: dict[str, str], prefix: str, layout: str, tokenizer: str, tokens_per_shard: int,
-                    val_fraction: float, shard_dtype: str | None,
+@dataclass(frozen=True, kw_only=True)
+class FlatFormat:
+    """`--format npy` or `shards` and its options: the flat token layout the indexed outputs become."""
+
+    layout: str  # "npy" or "shards"
+    tokens_per_shard: int = 10_000_000
+    val_fraction: float = 0.05
+    shard_dtype: str | None = None  # None: the dtype Megatron would choose
+
+
+def convert_outputs(outputs: dict[str, str], prefix: str, flat: FlatFormat,
                     source: str | os.PathLike | None = None) -> dict[str, str]:
     """Turn each key's indexed output into `{prefix}_{key}.npy` or `{prefix}_{key}_shards/`, then remove it.
     Every output is checked before any is written: a layout that would lose documents is refused, in a
-    line naming `source` (the input the data was made from, which the sidecars name too)."""
+    line naming `source` (the input the data was made from, which the sidecars name too). The EOD id is
+    the one each output's sidecar records."""
     from ..datasets.formats import indexed_to_npy, indexed_to_shards, require_boundaries
 
-    eod_id = load_tokenizer(tokenizer).eod_id
     converted = {}
     try:
+        eod_ids = {key: data_facts(indexed).eod_id for key, indexed in outputs.items()}
         for key, indexed in outputs.items():
-            require_boundaries(IndexedDataset(indexed), eod_id, f"--format {layout}", f"{source or indexed} ('{key}')")
+            require_boundaries(IndexedDataset(indexed), eod_ids[key], f"--format {flat.layout}",
+                               f"{source or indexed} ('{key}')")
         for key, indexed in outputs.items():
-            if layout == "npy":
-                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_id, source))
+            if flat.layout == "npy":
+                converted[key] = str(indexed_to_npy(indexed, f"{prefix}_{key}.npy", eod_ids[key], source))
             else:
-                converted[key] = str(indexed_to_shards(indexed, f"{prefix}_{key}_shards", tokens_per_shard,
-                                                       val_fraction, shard_dtype, eod_id, source))
+                converted[key] = str(indexed_to_shards(indexed, f"{prefix}_{key}_shards", flat.tokens_per_shard,
+                                                       val_fraction=flat.val_fraction, dtype=flat.shard_dtype,
+                                                       eod_id=eod_ids[key], source=source))
     finally:
         for indexed in outputs.values():
             remove_dataset(indexed)

@@ -4,13 +4,14 @@ with their sidecars, or not at all (any failure, Ctrl-C and SIGTERM included, re
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Iterator
 
 from ..common.stop_signals import check_signals, signals_held
-from ..datasets.indexed import IndexedWriter
-from ..datasets.sidecar import sidecar_path, write_sidecar
-from .summary import Summary
+from ..datasets.indexed import IndexedDataset, IndexedWriter
+from ..datasets.sidecar import FORMAT, sidecar_path, write_sidecar
 
 
 def _forget_sidecars(prefixes) -> None:
@@ -25,9 +26,28 @@ def remove_dataset(prefix: str | os.PathLike) -> None:
         path.unlink(missing_ok=True)
 
 
-def _commit(writers: dict[str, IndexedWriter], describe: Callable[[str, Path], dict] | None) -> None:
-    """Move every key's dataset into place, then write its sidecar (`describe`, when given, says what it
-    holds); a failure part way removes the outputs already moved."""
+@dataclass(frozen=True, kw_only=True)
+class RunFacts:
+    """What every output's sidecar says about the run that made it, fixed before the run starts."""
+
+    tokenizer: dict  # `tokenizer_identity` of the tokenizer used
+    append_eod: bool
+    parse_special_tokens: bool
+    input_path: Path
+
+    def sidecar(self, key: str, written: Path) -> dict:
+        """The sidecar of the finished output of `key`: these facts, and the counts read from its `.idx`."""
+        dataset = IndexedDataset(written)
+        return {"format": FORMAT, "tokenizer": self.tokenizer, "dtype": dataset.dtype.name,
+                "append_eod": self.append_eod, "parse_special_tokens": self.parse_special_tokens, "json_key": key,
+                "inputs": [{"path": str(self.input_path), "bytes": self.input_path.stat().st_size}],
+                "documents": dataset.document_count, "sequences": len(dataset), "tokens": dataset.num_tokens,
+                "created_by": "helpers.preprocess"}
+
+
+def _commit(writers: dict[str, IndexedWriter], facts: RunFacts | None) -> None:
+    """Move every key's dataset into place, then write its sidecar (from `facts`; a part file has none); a
+    failure part way removes the outputs already moved."""
     check_signals()
     with signals_held():
         moved: list[Path] = []
@@ -36,25 +56,26 @@ def _commit(writers: dict[str, IndexedWriter], describe: Callable[[str, Path], d
             for writer in writers.values():
                 moved.append(writer.finalize())
             for key, written in zip(writers, moved):
-                if describe is not None:
-                    write_sidecar(written, describe(key, written))
+                if facts is not None:
+                    write_sidecar(written, facts.sidecar(key, written))
         except BaseException:
             for written in moved:
                 remove_dataset(written)
             raise
 
 
-def write_datasets(prefixes: dict[str, Path], dtype: str, describe, fill: Callable[[dict], Summary]) -> Summary:
-    """One writer per key, created inside the `try`; `fill(writers)` adds the documents, then all are
-    committed. On any failure (Ctrl-C and SIGTERM included) every temporary file is removed."""
+@contextmanager
+def datasets_written(prefixes: dict[str, Path], dtype: str, facts: RunFacts | None = None
+                     ) -> Iterator[dict[str, IndexedWriter]]:
+    """One writer per key, to fill inside the `with`; on a clean exit all are committed together. On any
+    failure (Ctrl-C and SIGTERM included) every temporary file is removed."""
     writers: dict[str, IndexedWriter] = {}
     try:
         for key, prefix in prefixes.items():
             writers[key] = IndexedWriter(prefix, dtype)
-        summary = fill(writers)
-        _commit(writers, describe)
+        yield writers
+        _commit(writers, facts)
     except BaseException:
         for writer in writers.values():
             writer.abort()
         raise
-    return summary

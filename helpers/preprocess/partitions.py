@@ -1,7 +1,8 @@
 """`--partitions P`: the input's byte ranges run at the same time into hidden part files, which are then
-merged in input order (the same bytes as one pass). Running the parts is an engine's job: here, one local
-process each with its share of the workers (`run_parts_locally`), or Ray tasks (`helpers.preprocess.ray_runner`);
-planning the parts, merging them and removing them are the same for both. A failed, interrupted or
+merged in input order (the same bytes as one pass). Running the parts is an engine's job, handed a
+`PartsJob` whole: here, one local process each with its share of the workers (`LocalPartitions`), or Ray
+tasks (`helpers.preprocess.ray_runner.RayPartitions`); planning the parts, merging them and removing them
+are the same for both, and neither engine knows the other. A failed, interrupted or
 terminated run stops every part, and every part file is removed."""
 
 from __future__ import annotations
@@ -9,29 +10,45 @@ from __future__ import annotations
 import os
 import signal
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
 from ..common.errors import UserError
+from ..common.files import temporary_name
 from ..common.stop_signals import Terminated, check_signals, die_with_parent, on_signal, signals_held
-from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
-from .outputs import remove_dataset, write_datasets
+from .outputs import RunFacts, datasets_written, remove_dataset
 from .summary import Summary, combine_counts, require_documents
 from .workers import RunSettings, encode_range
 
 PROGRESS_SECONDS = 0.2  # how often a partitioned run's bar moves
 STOP_SECONDS = 30  # how long a stopped partition gets to clean up before SIGKILL
 
-# An engine: runs every byte range into its part's files (one prefix per key), returns their counts in order.
-RunParts = Callable[[list, list], list]
+
+
+@dataclass(frozen=True)
+class PartsJob:
+    """A partitioned run as an engine gets it: the settings, the input, its byte ranges, and the part
+    files (one prefix per key) each range is encoded into."""
+
+    settings: RunSettings
+    path: Path
+    ranges: list
+    parts: list[dict[str, Path]]
+
+
+class PartsEngine(Protocol):
+    """Runs every byte range of a job into its part's files; returns their counts in range order."""
+
+    def run_parts(self, job: PartsJob) -> list[Summary]: ...
 
 
 def _part_prefix(final: Path, index: int) -> Path:
     """A partition's output: hidden, and named after the run's process, so that a re-run after a SIGKILL
     removes it (see `remove_stale_temporaries`)."""
-    return final.with_name(f".{final.name}.part{index}.tmp-{os.getpid()}")
+    return temporary_name(final, f"part{index}")
 
 
 def _workers_per_partition(workers: int, partitions: int) -> list[int]:
@@ -39,27 +56,28 @@ def _workers_per_partition(workers: int, partitions: int) -> list[int]:
     return [workers // partitions + (index < workers % partitions) for index in range(partitions)]
 
 
-def preprocess_partitions(settings: RunSettings, path: Path, ranges: list, prefixes: dict[str, Path], describe,
-                          run_parts: RunParts) -> Summary:
-    """Run every byte range into part files with `run_parts(ranges, parts)` (an engine), then merge them in
-    order into the outputs: the same documents in the same order as one pass. Part files are removed,
-    whatever happens. `describe` makes each sidecar."""
-    parts = [{key: _part_prefix(final, index) for key, final in prefixes.items()} for index in range(len(ranges))]
+def preprocess_partitions(job: PartsJob, prefixes: dict[str, Path], facts: RunFacts, engine: PartsEngine
+                          ) -> Summary:
+    """Run every byte range of `job` into its part files (`engine`), then merge them in order into the
+    outputs, with sidecars from `facts`: the same documents in the same order as one pass. Part files are
+    removed, whatever happens."""
     try:
-        counts = run_parts(ranges, parts)
-        summary = require_documents(combine_counts(counts, prefixes, settings.dtype), path)
-
-        def append_parts(writers: dict[str, IndexedWriter]) -> Summary:
+        counts = engine.run_parts(job)
+        summary = require_documents(combine_counts(counts, prefixes, job.settings.dtype), job.path)
+        with datasets_written(prefixes, job.settings.dtype, facts) as writers:
             for key, writer in writers.items():
-                for part in parts:
+                for part in job.parts:
                     writer.append_dataset(part[key])
-            return summary
-
-        return write_datasets(prefixes, settings.dtype, describe, append_parts)
+        return summary
     finally:
-        for part in parts:
+        for part in job.parts:
             for part_prefix in part.values():
                 _remove_part(part_prefix)
+
+
+def part_prefixes(prefixes: dict[str, Path], count: int) -> list[dict[str, Path]]:
+    """The hidden part files of `count` byte ranges, one prefix per key each."""
+    return [{key: _part_prefix(final, index) for key, final in prefixes.items()} for index in range(count)]
 
 
 def _remove_part(prefix: Path) -> None:
@@ -75,30 +93,35 @@ def _remove_part(prefix: Path) -> None:
             Path(entry.path).unlink(missing_ok=True)
 
 
-def run_parts_locally(settings: RunSettings, path: Path, ranges: list, parts: list[dict], workers: int,
-                      meter) -> list[Summary]:
-    """The local engine: one process per byte range, each with its share of the workers, all at the same
-    time; the bar (`meter`) moves with their shared counters. Returns their counts in range order; any
-    that still run when this ends (an error, Ctrl-C, SIGTERM) are stopped, and remove their own files."""
-    shares = _workers_per_partition(workers, len(ranges))
-    context = process_context()
-    counters = context.Array("q", 3 * len(ranges), lock=False)  # bytes, documents, tokens per partition
-    processes, receivers = [], []
-    try:
-        for index, byte_range in enumerate(ranges):
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_partition_main, name=f"partition-{index}", args=(
-                settings, path, byte_range, parts[index], shares[index], counters, index, sender, os.getpid()))
-            receivers.append(receiver)
-            with signals_held():
-                process.start()
-                processes.append(process)
-            sender.close()
-        return _collect(processes, receivers, counters, meter)
-    finally:
-        _stop(processes)
-        for receiver in receivers:
-            receiver.close()
+class LocalPartitions:
+    """The local engine: one process per byte range, each with its share of `workers`, all at the same time;
+    the bar (`meter`) moves with their shared counters. Any that still run when a job ends (an error,
+    Ctrl-C, SIGTERM) are stopped, and remove their own files."""
+
+    def __init__(self, workers: int, meter):
+        self.workers, self.meter = workers, meter
+
+    def run_parts(self, job: PartsJob) -> list[Summary]:
+        shares = _workers_per_partition(self.workers, len(job.ranges))
+        context = process_context()
+        counters = context.Array("q", 3 * len(job.ranges), lock=False)  # bytes, documents, tokens per partition
+        processes, receivers = [], []
+        try:
+            for index, byte_range in enumerate(job.ranges):
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(target=_partition_main, name=f"partition-{index}", args=(
+                    job.settings, job.path, byte_range, job.parts[index], shares[index], counters, index, sender,
+                    os.getpid()))
+                receivers.append(receiver)
+                with signals_held():
+                    process.start()
+                    processes.append(process)
+                sender.close()
+            return _collect(processes, receivers, counters, self.meter)
+        finally:
+            _stop(processes)
+            for receiver in receivers:
+                receiver.close()
 
 
 def _collect(processes: list, receivers: list, counters, meter) -> list[Summary]:
@@ -120,7 +143,7 @@ def _collect(processes: list, receivers: list, counters, meter) -> list[Summary]
             if status == "done":
                 results[index] = payload
                 continue
-            errors[index] = _partition_error(status, payload, processes[index], index, len(processes))
+            errors[index] = _partition_error(status, payload, processes[index], place=(index, len(processes)))
             for later in [i for i in waiting if i > index]:
                 processes[later].terminate()
                 del waiting[later]
@@ -132,8 +155,10 @@ def _collect(processes: list, receivers: list, counters, meter) -> list[Summary]
     return [results[index] for index in range(len(receivers))]
 
 
-def _partition_error(status: str, text: str | None, process, index: int, count: int) -> BaseException:
-    """The exception a partition's message stands for (messages carry text only: they always pickle)."""
+def _partition_error(status: str, text: str | None, process, place: tuple[int, int]) -> BaseException:
+    """The exception a partition's message stands for (messages carry text only: they always pickle);
+    `place` is (its index, how many partitions)."""
+    index, count = place
     if status == "user error":
         return UserError(text)
     if status == "terminated":
@@ -169,8 +194,8 @@ def _partition_main(settings: RunSettings, path: Path, byte_range: tuple[int, in
         def report(summary: Summary) -> None:
             counters[3 * index:3 * index + 3] = [summary.bytes_read, summary.documents, summary.tokens]
 
-        summary = write_datasets(prefixes, settings.dtype, None, lambda writers: encode_range(
-            settings, path, byte_range, writers, workers, report))
+        with datasets_written(prefixes, settings.dtype) as writers:
+            summary = encode_range(settings, path, byte_range, writers, workers=workers, report=report)
         message = ("done", summary)
     except UserError as error:
         message = ("user error", str(error))

@@ -1,8 +1,8 @@
 """The Ray engine of `--partitions`: each byte range is one Ray task that encodes it, in its own worker
 process with one encoder, into its part files; the driver (`preprocess_partitions`) merges them.
 
-A task gets absolute paths and a tokenizer name that loads anywhere (a zoo name, or a folder's absolute
-path): it may run on another node, which must see the input, the output folder and `data/tokenizers` at
+A task gets absolute paths and the tokenizer name the sidecar records, which loads anywhere (a zoo name,
+or a folder's absolute path): it may run on another node, which must see the input, the output folder and `data/tokenizers` at
 the same paths. A worker process loads the tokenizer once (`load_tokenizer` caches it) and keeps it for
 every task it runs. A task Ray runs again simply writes its part again.
 """
@@ -13,10 +13,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from ..datasets.sidecar import recorded_name
 from ..engines.ray_cluster import ray_map, ray_session
-from ..tokenizers.zoo import load_tokenizer
-from .outputs import write_datasets
+from .outputs import datasets_written
+from .partitions import PartsJob
 from .summary import Summary, combine_counts
 from .workers import RunSettings, encode_range
 
@@ -34,8 +33,8 @@ class PartTask:
 def encode_part(task: PartTask) -> Summary:
     """In a Ray worker: one byte range into finished part files (moved into place only when complete);
     its counts."""
-    return write_datasets(task.prefixes, task.settings.dtype, None, lambda writers: encode_range(
-        task.settings, task.path, task.byte_range, writers, 1, _no_report))
+    with datasets_written(task.prefixes, task.settings.dtype) as writers:
+        return encode_range(task.settings, task.path, task.byte_range, writers, workers=1, report=_no_report)
 
 
 def _no_report(summary: Summary) -> None:
@@ -46,19 +45,23 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-def run_parts_on_ray(settings: RunSettings, path: Path, ranges: list, parts: list[dict], meter,
-                     address: str | None, local_cpus: int) -> list[Summary]:
+class RayPartitions:
     """The Ray engine: one task per byte range, on the cluster at `address` (None: the Ray this process
     already runs, or one started on this machine with `local_cpus`); the bar (`meter`) moves by each part's
-    bytes as it finishes. Their counts, in range order."""
-    settings = dataclasses.replace(settings, tokenizer=recorded_name(load_tokenizer(settings.tokenizer)))
-    tasks = [PartTask(settings, _absolute(path), byte_range, {key: _absolute(prefix) for key, prefix in part.items()})
-             for byte_range, part in zip(ranges, parts)]
-    finished: list[Summary] = []
+    bytes as it finishes."""
 
-    def on_done(index: int, summary: Summary) -> None:
-        finished.append(summary)
-        meter.report(combine_counts(finished, {}, settings.dtype))
+    def __init__(self, address: str | None, local_cpus: int, meter):
+        self.address, self.local_cpus, self.meter = address, local_cpus, meter
 
-    with ray_session(address, num_cpus=None if address else local_cpus):
-        return ray_map(encode_part, tasks, on_done)
+    def run_parts(self, job: PartsJob) -> list[Summary]:
+        tasks = [PartTask(job.settings, _absolute(job.path), byte_range,
+                          {key: _absolute(prefix) for key, prefix in part.items()})
+                 for byte_range, part in zip(job.ranges, job.parts)]
+        finished: list[Summary] = []
+
+        def on_done(index: int, summary: Summary) -> None:
+            finished.append(summary)
+            self.meter.report(combine_counts(finished, {}, job.settings.dtype))
+
+        with ray_session(self.address, num_cpus=None if self.address else self.local_cpus):
+            return ray_map(encode_part, tasks, on_done)

@@ -11,7 +11,7 @@ from collections import Counter, deque
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class BatchResult:
     sequence_lengths: dict[str, np.ndarray] = field(default_factory=dict)  # only where a list made several
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class RunSettings:
     """Everything a worker needs, picklable."""
 
@@ -54,21 +54,30 @@ class RunSettings:
     dtype: str
 
 
-_worker: dict = {}
+@dataclass(frozen=True)
+class WorkerState:
+    """What an encoding process holds for all its batches: the settings, and the tokenizer loaded once."""
+
+    settings: RunSettings
+    tokenizer: Any
+    special_pattern: re.Pattern | None  # the special tokens' strings, longest first; None without any
+
+
+_worker: WorkerState | None = None  # this process's, set by `_init_worker`
 
 
 def _init_worker(settings: RunSettings) -> None:
+    global _worker
     tokenizer = load_tokenizer(settings.tokenizer)
     specials = sorted(tokenizer.special_tokens, key=len, reverse=True)
-    _worker.update(settings=settings, tokenizer=tokenizer,
-                   special_pattern=re.compile("|".join(map(re.escape, specials))) if specials else None)
+    _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None)
 
 
 def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
     """Parse and encode one batch of raw lines (runs in a worker process); the rules for lines and
     records are `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
     source, first_line, lines = task
-    settings: RunSettings = _worker["settings"]
+    settings: RunSettings = _worker.settings
     result = BatchResult(ids={}, lengths={}, lines=len(lines), bytes=sum(map(len, lines)))
     records: list[dict] = []
     for number, place, line in numbered_lines(lines, first_line):
@@ -93,7 +102,7 @@ def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
 
 
 def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
-    pattern = _worker["special_pattern"]
+    pattern = _worker.special_pattern
     if pattern is None:
         return False
     return any(pattern.search(text) for key in keys for text in _texts(record[key]))
@@ -106,8 +115,8 @@ def _texts(value: str | list[str]) -> list[str]:
 def _encode_document(value: str | list[str]) -> list[list[int]]:
     """A document's sequences, as Megatron's tool makes them: one per non-empty string of a list (a
     string is a list of one), and the EOD id at the end of the last one with `--append-eod`."""
-    settings: RunSettings = _worker["settings"]
-    tokenizer = _worker["tokenizer"]
+    settings: RunSettings = _worker.settings
+    tokenizer = _worker.tokenizer
     sequences = [ids for ids in (tokenizer.encode(text, parse_special=settings.parse_special)
                                  for text in _texts(value)) if ids]
     if sequences and settings.append_eod:
@@ -123,7 +132,7 @@ def _encode_field(result: BatchResult, key: str, values: list) -> None:
     sequence_lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
     flat = np.fromiter((i for ids in sequences for i in ids), dtype=np.int64, count=int(sequence_lengths.sum()))
     _check_vocabulary(flat)
-    result.ids[key] = flat.astype(_worker["settings"].dtype)
+    result.ids[key] = flat.astype(_worker.settings.dtype)
     result.lengths[key] = np.fromiter((sum(map(len, document)) for document in documents), dtype=np.int64,
                                       count=len(documents))
     if len(sequences) != np.count_nonzero(result.lengths[key]):
@@ -132,10 +141,10 @@ def _encode_field(result: BatchResult, key: str, values: list) -> None:
 
 def _check_vocabulary(ids: np.ndarray) -> None:
     """Refuse ids the tokenizer's own vocabulary does not have: cast to the dtype, they would wrap around."""
-    vocab_size = _worker["tokenizer"].vocab_size
+    vocab_size = _worker.tokenizer.vocab_size
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
-        raise UserError(f"tokenizer {_worker['settings'].tokenizer} produced id {bad}, outside its vocabulary of "
+        raise UserError(f"tokenizer {_worker.settings.tokenizer} produced id {bad}, outside its vocabulary of "
                         f"{vocab_size} ids; fix: repair the tokenizer (its vocabulary size must exceed every id it "
                         "produces), e.g. export it again")
 
@@ -192,7 +201,7 @@ def _count_batch(summary: Summary, result: BatchResult, first_key: str) -> None:
 
 
 def encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int | None],
-                 writers: dict[str, IndexedWriter], workers: int, report: Callable[[Summary], None]) -> Summary:
+                 writers: dict[str, IndexedWriter], *, workers: int, report: Callable[[Summary], None]) -> Summary:
     """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
     summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
     with closing(_encoded(settings, batches(path, *byte_range), workers)) as results:

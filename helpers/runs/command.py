@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.files import write_text_atomically
 from ..workshop.env import read_metrics
 from ..common.headless import HEADLESS_ENV
 from ..kernel import KERNEL_NAME
@@ -280,9 +281,7 @@ def run_job_file(spec_path: Path) -> int:
             entry["run_dir"] = step["parameters"][RUN_DIR_PARAMETER]
         entry["run"] = spec["number"]
         entries.append(entry)
-        temporary = results.with_name(results.name + ".tmp")
-        temporary.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
-        os.replace(temporary, results)
+        write_text_atomically(results, json.dumps(entries, indent=1) + "\n")
     return 0
 
 
@@ -436,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, help="output folder (executed notebooks, logs, summary, figures)")
     parser.add_argument("--grid", type=Path, help="YAML/JSON grid file (see `python -m pydoc helpers.runs`)")
-    parser.add_argument("--jobs", type=int, help=f"runs at once (default: a quarter of the cores, here {default_jobs()}; "
+    parser.add_argument("--jobs", type=int,
+                        help=f"runs at once (default: a quarter of the cores, here {default_jobs()}; "
                                                  "a grid's own 'jobs' is a ceiling)")
     parser.add_argument("--kernel", default=KERNEL, help=f"Jupyter kernel to run the notebooks with (default {KERNEL})")
     parser.add_argument("--job", type=Path, help=argparse.SUPPRESS)  # one run, inside the process a run starts

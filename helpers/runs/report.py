@@ -23,6 +23,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from ..common.files import write_text_atomically
+
 MAX_METRIC_FIGURES = 12
 LINE_STYLES = ("-", "--", ":", "-.")
 
@@ -230,7 +232,8 @@ def choose_metrics(entries: list[dict[str, Any]], plot: list[str]) -> tuple[dict
     return dict(list(groups.items())[:MAX_METRIC_FIGURES]), curves, []
 
 
-def write_figures(folder: Path, entries: list[dict[str, Any]], labels: list[str], plot: list[str]) -> tuple[list[str], list[str]]:
+def write_figures(folder: Path, entries: list[dict[str, Any]], labels: list[str],
+                  plot: list[str]) -> tuple[list[str], list[str]]:
     """Every comparison figure, as PNG files in `folder`; returns (file names, plot names nobody recorded)."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.png"):  # from an earlier summary in the same folder
@@ -241,7 +244,8 @@ def write_figures(folder: Path, entries: list[dict[str, Any]], labels: list[str]
         written.append("duration.png")
     groups, curves, unmatched = choose_metrics(entries, plot)
     for title, names in groups.items():
-        metric_figure(folder / _file_name("metric", title), title, names, entries, labels)
+        metric_figure(path=folder / _file_name("metric", title), title=title, names=names, entries=entries,
+                      labels=labels)
         written.append(_file_name("metric", title))
     for name in curves:
         curve_figure(folder / _file_name("curve", name), name, entries, labels)
@@ -309,12 +313,6 @@ def summary_markdown(summary: dict[str, Any], labels: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def write_summary(out: Path, entries: list[dict[str, Any]], wall_s: float, jobs: int, plot: list[str],
                   title: str, stopped: bool = False) -> dict[str, Any]:
     """Write `summary.json`, `summary.md` and `figures/` into `out`; return the summary."""
@@ -328,6 +326,6 @@ def write_summary(out: Path, entries: list[dict[str, Any]], wall_s: float, jobs:
     summary = {"title": title, "wall_s": round(wall_s, 2), "jobs": jobs, "stopped": stopped,
                "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
                "figures": figures, "plot_not_recorded": unmatched, "notebooks": entries}
-    _write_atomically(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    _write_atomically(out / "summary.md", summary_markdown(summary, labels))
+    write_text_atomically(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text_atomically(out / "summary.md", summary_markdown(summary, labels))
     return summary

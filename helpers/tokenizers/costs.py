@@ -43,7 +43,8 @@ def measure_encoding(tokenizer: ZooTokenizer, texts: Sequence[str], repeats: int
         ids = tokenizer.encode_batch(texts)
         best = min(best, time.perf_counter() - start)
         tokens = sum(len(x) for x in ids)
-    return EncodingMeasurement(tokenizer.name, len(texts), text_bytes, tokens, best)
+    return EncodingMeasurement(tokenizer=tokenizer.name, texts=len(texts), bytes=text_bytes, tokens=tokens,
+                               seconds=best)
 
 
 def token_pieces(tokenizer: ZooTokenizer, text: str) -> list[str]:

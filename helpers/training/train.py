@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
-import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.errors import UserError
+from ..common.files import written_atomically
 from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
 
@@ -219,15 +219,10 @@ class TrainResult:
         """Write the log, one row per step, `LOG_COLUMNS` as header; atomically (temporary name, then rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        try:
-            with open(temporary, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=LOG_COLUMNS, restval="")
-                writer.writeheader()
-                writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in self.log)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        with written_atomically(path, newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=LOG_COLUMNS, restval="")
+            writer.writeheader()
+            writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in self.log)
         return path
 
 
@@ -403,7 +398,8 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
             warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
             break
         batch = to_device(batch, device)
-        loss, grad_norm = optimizer_step(model, optimizer, loss_of, batch, lr, settings, device)
+        loss, grad_norm = optimizer_step(model=model, optimizer=optimizer, loss_of=loss_of, batch=batch, lr=lr,
+                                         settings=settings, device=device)
         step_s = wall_clock(device) - start
         tokens = batch["input_ids"].numel()
         flops = flops_per_token(model.config, batch["input_ids"].shape[1])

@@ -107,7 +107,8 @@ def explore_weights(names: Sequence[str], tokens_per_source: Sequence[int], trai
             print("give at least one source a weight above 0")
             return
         draw_order(values, names)
-        draw_reads(values, names, tokens_per_source, train_samples, seq_length)
+        draw_reads(weights=values, names=names, tokens_per_source=tokens_per_source, train_samples=train_samples,
+                   seq_length=seq_length)
 
     if not headless():
         import ipywidgets

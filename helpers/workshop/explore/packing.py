@@ -71,7 +71,8 @@ def explore_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] =
     choices = [(f"{len(strategies)} side by side", tuple(strategies))] + [(s, (s,)) for s in STRATEGIES]
 
     def draw(capacity, strategy):
-        draw_rows(lengths, capacity, strategy, rows, overlong, window, buffer_rows)
+        draw_rows(lengths=lengths, capacity=capacity, strategies=strategy, rows=rows, overlong=overlong,
+                  window=window, buffer_rows=buffer_rows)
         plt.show()
 
     live(draw, description,

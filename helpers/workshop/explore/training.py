@@ -57,7 +57,7 @@ def read_run(folder: str | os.PathLike, preset: str, ln_vocab: float, label: str
     logs = {stem: read_log(folder / f"{stem}.csv") for stem in CURVES if (folder / f"{stem}.csv").exists()}
     if not logs:
         raise FileNotFoundError(f"{folder}: no {' or '.join(f'{s}.csv' for s in CURVES)}")
-    return RecordedRun(label or preset, preset, float(ln_vocab), folder, logs)
+    return RecordedRun(label=label or preset, preset=preset, ln_vocab=float(ln_vocab), folder=folder, logs=logs)
 
 
 def _describe(parameters: dict[str, Any]) -> str:
@@ -65,7 +65,8 @@ def _describe(parameters: dict[str, Any]) -> str:
     parts = [str(parameters.get("preset", "cpu-tiny"))]
     if parameters.get("tokenizer"):
         parts.append(str(parameters["tokenizer"]))
-    for key, value in sorted({**parameters.get("model_overrides", {}), **parameters.get("train_overrides", {})}.items()):
+    for key, value in sorted({**parameters.get("model_overrides", {}), **parameters.get("train_overrides",
+                                                                                        {})}.items()):
         parts.append(f"{key.replace('num_hidden_layers', 'layers')}={value}")
     return ", ".join(parts)
 
@@ -84,7 +85,8 @@ def recorded_runs(root: str | os.PathLike | None = None,
         executed = folder.with_suffix(".ipynb")
         if not executed.exists() or (current is not None and folder.resolve() == Path(current[1]).resolve()):
             continue
-        parameters = json.loads(executed.read_text(encoding="utf-8"))["metadata"].get("papermill", {}).get("parameters", {})
+        parameters = json.loads(executed.read_text(encoding="utf-8"))["metadata"].get("papermill",
+                                                                                      {}).get("parameters", {})
         ln_vocab = read_metrics(executed).get("ln_vocab")
         if ln_vocab is None:
             continue  # a run that stopped before it recorded ln V has no complete curves
