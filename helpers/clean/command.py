@@ -47,9 +47,8 @@ from ..common.files import remove_stale_temporaries, temporary_name, write_text_
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
 from ..corpus.ranges import check_input, plan_ranges
-from ..engines.flags import ENGINES, check_engine_flags
-from ..engines.local import engine_for
-from .lsh import candidate_pairs, choose_bands, duplicate_groups, verified_pairs
+from ..engines.choice import ENGINES, check_engine_flags, engine_for
+from .lsh import candidate_pairs, check_threshold, choose_bands, duplicate_groups, verified_pairs
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
 from .shingles import estimated_jaccard
@@ -68,14 +67,10 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     out = Path(output_dir)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
-                             num_perm=num_perm, seed=1, text_key=text_key, skip_bad_records=skip_bad_records)
+                             num_perm=num_perm, text_key=text_key, skip_bad_records=skip_bad_records)
     parts = parts or workers
     _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
                    ray_address=ray_address)
-    if engine == "ray":
-        from ..engines.ray_cluster import require_ray
-
-        require_ray()  # before anything is written: a run that cannot start says so at once
     out.mkdir(parents=True, exist_ok=True)
     outputs = [output_name(path) for path in paths]
     for name in [*outputs, REMOVED, REPORT]:
@@ -103,8 +98,7 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
     check_engine_flags(engine, workers, ray_address, ("--parts", parts))
-    if not 0.0 < settings.threshold < 1.0:
-        raise UserError(f"--threshold {settings.threshold}: must be between 0 and 1; fix: e.g. --threshold 0.8")
+    check_threshold(settings.threshold)
     if settings.line_min_count < 2:
         raise UserError(f"--line-min-count {settings.line_min_count}: a line is repeated from 2 documents on; "
                         "fix: pass 2 or more")

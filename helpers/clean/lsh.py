@@ -17,6 +17,7 @@ from itertools import combinations
 
 import numpy as np
 
+from ..common.errors import UserError
 from .shingles import estimated_jaccard
 
 GRID = np.linspace(0.0, 1.0, 1001)
@@ -27,10 +28,15 @@ def candidate_probability(similarity, bands: int, rows: int):
     return 1.0 - (1.0 - np.asarray(similarity, dtype=float) ** rows) ** bands
 
 
+def check_threshold(threshold: float) -> None:
+    """A Jaccard threshold is strictly between 0 and 1 (`--threshold` on the command line)."""
+    if not 0.0 < threshold < 1.0:
+        raise UserError(f"--threshold {threshold}: must be between 0 and 1; fix: e.g. --threshold 0.8")
+
+
 def choose_bands(threshold: float, num_perm: int) -> tuple[int, int]:
     """(bands, rows) with bands * rows <= num_perm minimising false-positive plus false-negative area."""
-    if not 0.0 < threshold < 1.0:
-        raise ValueError(f"threshold {threshold}: must be between 0 and 1")
+    check_threshold(threshold)
     best, best_error = (1, num_perm), float("inf")
     below, above = GRID <= threshold, GRID >= threshold
     for bands in range(1, num_perm + 1):

@@ -20,7 +20,7 @@ from .shingles import signatures
 from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CleanSettings:
     """What every pass needs to know, picklable."""
 

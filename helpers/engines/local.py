@@ -1,15 +1,15 @@
-"""Where `helpers.clean`'s passes run: in this process (one worker), in a pool of local worker processes,
-or as Ray tasks on a cluster. Every engine returns a pass's results in task order, so the driver's
-decisions, and so the outputs, do not depend on the engine or on the number of parts."""
+"""Jobs on this machine: in this process (one worker) or in a pool of forked worker processes. A job is
+`(function, *arguments)`, run by `call`, the one function every engine (this one and Ray's) ships to its
+workers; results come back in job order, so what a step decides does not depend on the engine or on the
+number of parts. `process_context` is how every process of the package starts."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from contextlib import contextmanager
 from multiprocessing import get_context
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 
@@ -74,34 +74,3 @@ class LocalEngine:
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
-
-
-class RayEngine:
-    """Jobs as Ray tasks, on a local cluster or the one at `address`."""
-
-    name = "ray"
-
-    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
-        from .ray_cluster import ray_map
-
-        return ray_map(call, list(jobs), on_done)
-
-    def close(self) -> None:
-        pass
-
-
-@contextmanager
-def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator[LocalEngine | RayEngine]:
-    """The engine called `name` (one of `ENGINES`, checked by the caller), started, and stopped on the way out."""
-    if name == "local":
-        engine = LocalEngine(workers)
-        try:
-            engine.start()
-            yield engine
-        finally:
-            engine.close()
-        return
-    from .ray_cluster import ray_session
-
-    with ray_session(ray_address, num_cpus=None if ray_address else workers):
-        yield RayEngine()

@@ -18,10 +18,11 @@ import signal
 import socket
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from ..common.errors import UserError
 from ..common.stop_signals import STOP_SIGNALS, Terminated, check_signals, signals_held
+from .local import call
 
 WAIT_SECONDS = 0.2  # how often the driver looks up from waiting, to notice Ctrl-C and SIGTERM
 SETTLE_SECONDS = 30  # how long cancelled tasks get to end before the driver goes on
@@ -204,3 +205,15 @@ def _unwrapped(ray, error: BaseException, index: int, count: int) -> BaseExcepti
         return error
     return UserError(f"Ray task {index + 1} of {count} ended without a result ({_first_line(error)}); fix: check "
                      "free memory on the nodes and Ray's logs (/tmp/ray/session_latest/logs), then re-run")
+
+
+class RayEngine:
+    """Jobs as Ray tasks, on the Ray of the `ray_session` around it (a local cluster, or the one at an address)."""
+
+    name = "ray"
+
+    def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        return ray_map(call, list(jobs), on_done)
+
+    def close(self) -> None:
+        pass

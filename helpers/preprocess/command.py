@@ -54,7 +54,7 @@ from ..corpus.jsonl import check_json_keys
 from ..corpus.ranges import check_input, plan_ranges
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
-from ..engines.flags import ENGINES, check_engine_flags
+from ..engines.choice import ENGINES, check_engine_flags
 from ..tokenizers.zoo import load_tokenizer
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from ..engines.ray_cluster import ray_map, ray_session
+from ..engines.choice import engine_for
 from .outputs import datasets_written
 from .partitions import PartsJob
 from .summary import Summary, combine_counts
@@ -63,5 +63,5 @@ class RayPartitions:
             finished.append(summary)
             self.meter.report(combine_counts(finished, {}, job.settings.dtype))
 
-        with ray_session(self.address, num_cpus=None if self.address else self.local_cpus):
-            return ray_map(encode_part, tasks, on_done)
+        with engine_for("ray", self.local_cpus, self.address) as engine:
+            return engine.map([(encode_part, task) for task in tasks], on_done)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..common.errors import UserError
 from ..loading.packing import PackPlan, pack, packed_batch
 from .train import build_model, llama_config
 
@@ -38,9 +39,7 @@ def loss_and_gradients(model, input_ids, labels, **inputs) -> tuple[torch.Tensor
 def compare_packed_and_separate(model, documents: dict[int, np.ndarray], capacity: int) -> dict[str, float]:
     """Pack `documents` (any keys) into one row and compare with running each alone."""
     ordered = [documents[key] for key in sorted(documents)]  # a plan numbers documents by position
-    plan = pack(np.array([len(ids) for ids in ordered]), capacity, "best_fit_decreasing")
-    if plan.rows != 1:
-        raise ValueError(f"the documents need {plan.rows} rows of {capacity}; give a larger capacity")
+    plan = _one_row(ordered, capacity)
     batch = packed_batch(plan, [0], ordered, sdpa_mask=True)
     packed, packed_grads = loss_and_gradients(model, batch["input_ids"], batch["labels"],
                                               attention_mask=batch["attention_mask"], position_ids=batch["position_ids"])
@@ -57,13 +56,20 @@ def compare_packed_and_separate(model, documents: dict[int, np.ndarray], capacit
             "max_gradient_difference": gap}
 
 
+def _one_row(documents: list[np.ndarray], capacity: int):
+    """The pack plan of `documents` in one row of `capacity` tokens; refused when they need more rows."""
+    plan = pack(np.array([len(ids) for ids in documents]), capacity, "best_fit_decreasing")
+    if plan.rows != 1:
+        raise UserError(f"the documents need {plan.rows} rows of {capacity} tokens; fix: give a capacity of at "
+                        f"least {sum(len(ids) for ids in documents)}, or fewer documents")
+    return plan
+
+
 def logit_change_without_mask(model, documents: dict[int, np.ndarray], capacity: int) -> list[dict]:
     """Pack `documents` into one row and run it with and without the document mask (positions restart
     in both): per document, its tokens and the largest change of any output logit."""
     ordered = [documents[key] for key in sorted(documents)]
-    plan = pack(np.array([len(ids) for ids in ordered]), capacity, "best_fit_decreasing")
-    if plan.rows != 1:
-        raise ValueError(f"the documents need {plan.rows} rows of {capacity}; give a larger capacity")
+    plan = _one_row(ordered, capacity)
     batch = packed_batch(plan, [0], ordered, sdpa_mask=True)
     with torch.no_grad():
         masked = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],

@@ -1,9 +1,14 @@
-"""The flags every command with an engine shares (`--engine`, `--ray-address`, `--workers`, and its count
-of parts), checked once, the same way and in the same words, before anything is read or written."""
+"""Which engine runs a command's jobs: `engine_for` starts the one asked for, and the flags every command
+with an engine shares (`--engine`, `--ray-address`, `--workers`, and its count of parts) are checked here
+once, the same way and in the same words, before anything is read or written."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from ..common.errors import UserError
+from .local import LocalEngine
 
 ENGINES = ("local", "ray")  # where a command's passes run: processes on this machine, or Ray tasks
 
@@ -24,3 +29,22 @@ def check_engine_flags(engine: str, workers: int, ray_address: str | None, parts
         from .ray_cluster import require_ray
 
         require_ray()  # before any work: a run that cannot start says so at once
+
+
+@contextmanager
+def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator:
+    """The engine called `name` (checked by `check_engine_flags`), started, and stopped on the way out: a
+    `LocalEngine` of `workers` processes, or a `RayEngine` on the cluster at `ray_address` (None: the Ray
+    this process runs, or one started here with `workers` CPUs). Either has `map(jobs, on_done)`."""
+    if name == "local":
+        engine = LocalEngine(workers)
+        try:
+            engine.start()
+            yield engine
+        finally:
+            engine.close()
+        return
+    from .ray_cluster import RayEngine, ray_session
+
+    with ray_session(ray_address, num_cpus=None if ray_address else workers):
+        yield RayEngine()
