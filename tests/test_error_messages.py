@@ -29,14 +29,14 @@ def _ends_with_a_passed_on_reason(message: ast.AST) -> bool:
     return isinstance(message, ast.JoinedStr) and isinstance(message.values[-1], ast.FormattedValue)
 
 
-MODULES = sorted((REPO_ROOT / "helpers").glob("*.py"))
+MODULES = sorted((REPO_ROOT / "helpers").rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[p.name for p in MODULES])
+@pytest.mark.parametrize("path", MODULES, ids=[p.relative_to(REPO_ROOT / "helpers").as_posix() for p in MODULES])
 def test_every_user_error_says_the_fix(path):
     missing = []
     for line, message in _raised_messages(path):
         text = "".join(v.value for v in ast.walk(message) if isinstance(v, ast.Constant) and isinstance(v.value, str))
         if "fix" not in text and not _ends_with_a_passed_on_reason(message):
-            missing.append(f"{path.name}:{line}: {text[:80]!r}")
+            missing.append(f"{path.relative_to(REPO_ROOT)}:{line}: {text[:80]!r}")
     assert not missing, "user errors without a fix: " + "; ".join(missing)
