@@ -50,8 +50,8 @@ def megatron_dataset(prefix: str, seq_length: int, num_samples: int, seed: int, 
         facts = data_facts(prefix)
         config = GPTDatasetConfig(
             random_seed=seed, sequence_length=seq_length, split="100,0,0", blend=([prefix], None),
-            tokenizer=SimpleNamespace(vocab_size=facts["vocab_size"], eod=facts["eod_id"], pad=-1,
-                                      special_tokens_dict={}, unique_identifiers={"class": facts["tokenizer"]}),
+            tokenizer=SimpleNamespace(vocab_size=facts.vocab_size, eod=facts.eod_id, pad=-1,
+                                      special_tokens_dict={}, unique_identifiers={"class": facts.tokenizer}),
             reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False, path_to_cache=None,
             mmap_bin_files=True, create_attention_mask=create_attention_mask)
         return BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, None, None], lambda: True, config).build()[0]
