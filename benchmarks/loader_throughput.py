@@ -4,8 +4,10 @@
         [--batch-size 32] [--seq-length 2048] [--batches 200] [--h100-tokens-per-s 500000]
 
 Both read the same Megatron prefix, the same samples in the same order (checked token for token on the
-first batches), in one process, no workers, after one warm-up batch. Megatron is timed twice: with its
-default `create_attention_mask=True` (a [S, S] mask per sample) and without it. The last line compares
+first batches), in one process, no workers, after one warm-up batch, with torch's default threads. Megatron
+is timed twice: with its default `create_attention_mask=True` (a [S, S] mask per sample) and without it.
+Every rate is measured twice: on an idle machine, and beside one other process spinning on a core (as on
+a GPU node, where other ranks and workers hold cores). The last line compares
 our rate with what a training run consumes (`--h100-tokens-per-s`, e.g. the h100 preset's measured rate).
 Without a prefix, the workshop corpus is tokenized into a temporary folder first (llama3, all domains).
 """
@@ -13,10 +15,12 @@ Without a prefix, the workshop corpus is tokenized into a temporary folder first
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,6 +34,8 @@ from helpers.corpus.build import corpus_paths  # noqa: E402
 from helpers.datasets.sidecar import data_facts  # noqa: E402
 from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
+
+OURS = "ours (vectorised gather, numpy batch)"
 
 
 def corpus_prefix(work: Path) -> str:
@@ -57,6 +63,19 @@ def megatron_dataset(prefix: str, seq_length: int, num_samples: int, seed: int, 
         return BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, None, None], lambda: True, config).build()[0]
 
 
+@contextmanager
+def busy_process():
+    """Another process spinning on one core for as long as the block runs: the usual state of a GPU node
+    (other ranks, DataLoader workers, the CPU side of the training step)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 def rate(next_batch, batches: int) -> float:
     """Batches per second over `batches` calls, after one warm-up call."""
     next_batch(0)
@@ -76,7 +95,6 @@ def main() -> None:
     parser.add_argument("--h100-tokens-per-s", type=float, default=None,
                         help="tokens/s a training run consumes, to compare with")
     args = parser.parse_args()
-    torch.set_num_threads(1)
 
     prefix = args.prefix or corpus_prefix(Path(tempfile.mkdtemp(prefix="loader-bench-")))
     B, S = args.batch_size, args.seq_length
@@ -90,19 +108,28 @@ def main() -> None:
         theirs = collate([megatron[False][step * B + b] for b in range(B)])
         assert torch.equal(ours.batch_at(step)["input_ids"], theirs["tokens"].long()), "samples differ"
 
-    results = {"ours (vectorised gather)": rate(ours.batch_at, args.batches)}
-    for mask, dataset in megatron.items():
-        name = f"megatron-core GPTDataset + default_collate (create_attention_mask={mask})"
-        results[name] = rate(lambda step, d=dataset: collate([d[step * B + b] for b in range(B)]),
-                             args.batches if not mask else max(args.batches // 4, 10))
-    ours_rate = results["ours (vectorised gather)"]
-    print(f"batches of {B} x {S} tokens from {prefix}, one process, no workers")
-    for name, value in results.items():
-        print(f"  {name:<72} {value:8.1f} batches/s  {value * B * S / 1e6:8.2f} M tokens/s"
-              f"  ratio {ours_rate / value:6.2f}")
+    def measure() -> dict[str, float]:
+        results = {OURS: rate(ours.batch_at, args.batches)}
+        for mask, dataset in megatron.items():
+            name = f"megatron-core GPTDataset + default_collate (create_attention_mask={mask})"
+            results[name] = rate(lambda step, d=dataset: collate([d[step * B + b] for b in range(B)]),
+                                 args.batches if not mask else max(args.batches // 4, 10))
+        return results
+
+    print(f"batches of {B} x {S} tokens from {prefix}, one process, no workers, torch with its default "
+          f"{torch.get_num_threads()} threads")
+    idle = measure()
+    with busy_process():
+        busy = measure()
+    for condition, results in (("machine idle", idle), ("beside one busy process", busy)):
+        print(condition)
+        for name, value in results.items():
+            print(f"  {name:<72} {value:8.1f} batches/s  {value * B * S / 1e6:8.2f} M tokens/s"
+                  f"  ratio {results[OURS] / value:6.2f}")
+    print(f"ours beside a busy process / ours idle: {busy[OURS] / idle[OURS]:.2f}")
     if args.h100_tokens_per_s:
-        print(f"  ours / training consumption ({args.h100_tokens_per_s:,.0f} tokens/s): "
-              f"{ours_rate * B * S / args.h100_tokens_per_s:.1f}x")
+        print(f"ours / training consumption ({args.h100_tokens_per_s:,.0f} tokens/s): "
+              f"{idle[OURS] * B * S / args.h100_tokens_per_s:.1f}x")
 
 
 if __name__ == "__main__":

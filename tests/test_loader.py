@@ -9,6 +9,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -202,6 +203,23 @@ def test_shards_resume_and_stay_inside_one_shard(prefixes, tmp_path):
     assert any(any(np.array_equal(s[i:i + 50], window) for i in range(0, s.size - 50, 50)) for s in shards)
     with pytest.raises(UserError, match="train/ and val/ only"):
         make_dataloader(str(folder), split_name="test", seq_length=50, batch_size=4)
+
+
+def test_a_one_element_list_is_told_apart_by_what_is_on_disk(prefixes, tmp_path):
+    """`["tokens.npy"]` and `["shards/"]`, given as Megatron prefixes are, open the file and the folder."""
+    npy = indexed_to_npy(prefixes["literature"], tmp_path / "lit.npy", eod_id=EOD)
+    folder = indexed_to_shards(prefixes["literature"], tmp_path / "shards", tokens_per_shard=3_000, eod_id=EOD)
+    for path, kind in ((npy, "npy"), (folder, "shards")):
+        arguments = dict(split="100,0,0", seq_length=50, batch_size=4, seed=3)
+        listed, bare = make_dataloader([str(path)], **arguments), make_dataloader(str(path), **arguments)
+        assert listed.source.kind == bare.source.kind == kind
+        assert _equal(listed.batch_at(0), bare.batch_at(0))
+        assert make_dataloader([Path(path)], **arguments).source.kind == kind
+    beside = tmp_path / "prefix_text_document"
+    for suffix in (".bin", ".idx", ".json"):
+        (tmp_path / f"prefix_text_document{suffix}").write_bytes(Path(f"{prefixes['literature']}{suffix}").read_bytes())
+    (beside / "cache").mkdir(parents=True)  # what megatron-core's GPTDataset makes with no path_to_cache
+    assert make_dataloader([str(beside)], split="100,0,0", seq_length=50, batch_size=4).source.kind == "megatron"
 
 
 def test_packed_rows_keep_documents_whole(prefixes):

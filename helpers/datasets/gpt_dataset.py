@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from numba import njit
 
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
@@ -66,6 +67,29 @@ def parse_split(split: str) -> list[float]:
     if total <= 0:
         raise UserError(f"--split '{text}' gives no split a share; fix: {SPLIT_EXAMPLE}")
     return (values / total).tolist()
+
+
+@njit(cache=True, nogil=True)
+def _gather_windows(tokens, firsts, stream_map, out):  # pragma: no cover - compiled
+    """Row i of `out` = stream positions `firsts[i] ..` (as many as `out` is wide), copied run by run: one
+    contiguous run of the `.bin` per document entry the window touches (`stream_map` is `(starts, shift)`:
+    entry k covers stream positions `starts[k] .. starts[k+1]`, at `.bin` position `stream + shift[k]`).
+    One thread, no temporary arrays."""
+    starts, shift = stream_map
+    width = out.shape[1]
+    for i in range(firsts.size):
+        first = firsts[i]
+        k = np.searchsorted(starts, first, side="right") - 1
+        done = 0
+        while done < width:
+            if k + 1 >= starts.size:
+                raise IndexError("a window runs past the end of the document stream")
+            end = min(width, starts[k + 1] - first)
+            source = first + done + shift[k]
+            for j in range(end - done):
+                out[i, done + j] = tokens[source + j]
+            done = end
+            k += 1
 
 
 def split_bookends(split: str) -> list[tuple[float, float] | None]:
@@ -279,20 +303,10 @@ class GPTDataset(torch.utils.data.Dataset):
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
             raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
-        starts, shift = self._stream_map()
         first = self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length
-        entry = np.searchsorted(starts, first, side="right") - 1
-        last_entry = np.searchsorted(starts, first + self.seq_length, side="right") - 1
-        positions = (first + shift[entry])[:, None] + np.arange(self.seq_length + 1)
-        crossings = last_entry - entry
-        if crossings.any():  # add each document change's jump from its offset in the window onwards
-            rows = np.repeat(np.arange(sample_ids.size), crossings)
-            within = np.arange(rows.size) - np.repeat(np.cumsum(crossings) - crossings, crossings)
-            entered = np.repeat(entry + 1, crossings) + within
-            jumps = np.zeros_like(positions)
-            np.add.at(jumps, (rows, starts[entered] - first[rows]), shift[entered] - shift[entered - 1])
-            positions += np.cumsum(jumps, axis=1)
-        return self.dataset.tokens[positions].astype(np.int64)
+        out = np.empty((sample_ids.size, self.seq_length + 1), dtype=np.int64)
+        _gather_windows(self.dataset.tokens, first, self._stream_map(), out)
+        return out
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""

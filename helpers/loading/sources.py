@@ -37,7 +37,7 @@ from ..datasets.blending import (
 )
 from ..datasets.formats import METADATA
 from ..datasets.gpt_dataset import GPTDatasetConfig, split_span
-from ..datasets.indexed import IndexedDataset, fingerprint
+from ..datasets.indexed import IndexedDataset, fingerprint, idx_path
 from ..datasets.layout import from_windows
 from ..datasets.sidecar import DataFacts, data_facts
 from .packing import pack, rows_batch
@@ -351,9 +351,21 @@ class SyntheticSource(Source):
 # ---------------------------------------------------------------- telling formats apart
 
 
+def _one_path(data_path) -> Path | None:
+    """The one path `data_path` names (a string without spaces, a Path, or a one-element list of either,
+    as Megatron prefixes are given), else None: a blend, or several prefixes."""
+    if isinstance(data_path, (list, tuple)) and len(data_path) == 1:
+        data_path = data_path[0]
+    if isinstance(data_path, Path) or (isinstance(data_path, str) and " " not in data_path):
+        return Path(data_path)
+    return None
+
+
 def open_source(settings: SourceSettings) -> Source:
-    """The source `settings.data_path` names, told apart by what is on disk: a `.npy` file, a folder with
-    `dataset_metadata.json`, else Megatron prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them)."""
+    """The source `settings.data_path` names, told apart by what is on disk whatever the container (a path,
+    or a one-element list): a `.npy` file, a shard folder with `dataset_metadata.json`, else Megatron
+    prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them). A folder named like a prefix that has
+    its `.idx` (megatron-core puts its index cache there) is the prefix."""
     data_path = settings.data_path
     if settings.source == "synthetic":
         return SyntheticSource(settings.vocab_size, settings.num_samples, settings.seq_length, settings.seed)
@@ -363,13 +375,13 @@ def open_source(settings: SourceSettings) -> Source:
     if data_path is None or (isinstance(data_path, (list, tuple)) and not data_path):
         raise DataNotFoundError("no data_path given for real data; fix: pass Megatron prefixes (make them with "
                                 "python -m helpers.preprocess), or ask for source='synthetic' by name")
-    single = Path(str(data_path)) if isinstance(data_path, (str, Path)) and " " not in str(data_path) else None
+    single = _one_path(data_path)
     if single is not None and single.suffix == ".npy":
         if not single.exists():
             raise DataNotFoundError(f"{single}: no such token file; fix: make it with python -m helpers.preprocess "
                                     "--format npy, or correct the path")
         return NpySource(single, settings)
-    if single is not None and single.is_dir():
+    if single is not None and single.is_dir() and not idx_path(single).exists():
         if not (single / METADATA).exists():
             raise DataNotFoundError(f"{single / METADATA}: no such file; fix: make shards with python -m "
                                     "helpers.preprocess --format shards, or point at a Megatron prefix")

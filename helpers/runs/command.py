@@ -50,13 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.errors import UserError
 from ..common.files import write_text_atomically
-from ..workshop.env import read_metrics
 from ..common.headless import HEADLESS_ENV
-from ..kernel import KERNEL_NAME
-from ..common.errors import UserError, run_cli
-from ..common.yaml_file import read_yaml
 from ..common.paths import NOTEBOOK_DIR, REPO_ROOT
+from ..common.yaml_file import read_yaml
+from ..kernel import KERNEL_NAME
+from ..workshop.env import read_metrics
 
 KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
