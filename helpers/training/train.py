@@ -35,6 +35,7 @@ from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
+from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -60,7 +61,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 # Model fields an override may set; those a preset leaves out take these defaults
 # (key/value heads = attention heads, i.e. plain multi-head attention; positions = the preset's seq_length).
 MODEL_DEFAULTS: dict[str, Any] = {"num_key_value_heads": None, "max_position_embeddings": None}
-DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "bfloat16", "float64")
 ADAM_BETAS = (0.9, 0.95)
 TIMING_WARMUP_STEPS = 5  # first steps (allocation, compilation) left out of steady-state throughput
 # One row per step. `tokens`: input tokens of this step (batch × sequence); `step_s`: from asking for the
@@ -92,7 +93,7 @@ class TrainSettings:
     grad_clip: float  # 0 = measure the gradient norm, clip nothing
     eval_every: int  # 0 = evaluate only at the end
     eval_batches: int  # batches per evaluation
-    dtype: str  # "float32", or "bfloat16" = bf16 autocast (CUDA only)
+    dtype: str  # "float32"; "bfloat16" = bf16 autocast (CUDA only); "float64" = double weights (exactness checks)
     compile: bool  # torch.compile the model and loss (CUDA only)
     fused_adamw: bool  # fused AdamW kernel (CUDA only)
     seed: int
@@ -247,16 +248,19 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
 
 
 def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
-    """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out."""
+    """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out; in
+    float32 at least (half-precision logits are upcast, float64 ones kept)."""
     logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False).logits
-    return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
+    if logits.dtype in (torch.bfloat16, torch.float16):
+        logits = logits.float()
+    return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
                            reduction=reduction)
 
 
 def loss_function(model: torch.nn.Module, settings: TrainSettings, device: torch.device) -> Callable:
-    """`batch -> mean loss`, compiled (model and loss together) when asked and on CUDA."""
+    """`batch -> summed token loss`, compiled (model and loss together) when asked and on CUDA."""
     def loss_of(batch):
-        return next_token_loss(model, batch)
+        return next_token_loss(model, batch, reduction="sum")
 
     if settings.compile and device.type == "cuda":
         return torch.compile(loss_of)
@@ -312,17 +316,19 @@ def held_out_batches(eval_batches) -> Iterable:
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, eval_batches, settings: TrainSettings, device: torch.device) -> float:
-    """Mean loss per label token over the first `settings.eval_batches` held-out batches."""
+    """Mean loss per label token over the first `settings.eval_batches` held-out batches (of every rank)."""
     model.eval()
     total, count = 0.0, 0
     try:
         for batch in islice(held_out_batches(eval_batches), settings.eval_batches):
             batch = to_device(batch, device)
             with autocast_context(settings, device):
-                total += float(next_token_loss(model, batch, reduction="sum"))
-            count += int((batch["labels"] != IGNORE_INDEX).sum())
+                total += next_token_loss(model, batch, reduction="sum").to(torch.float64)
+            count += (batch["labels"] != IGNORE_INDEX).sum()
     finally:
         model.train()
+    total, count = float(all_sum(torch.as_tensor(total, dtype=torch.float64, device=device))), \
+        int(all_sum(torch.as_tensor(count, device=device)))
     if count == 0:
         raise UserError("eval_batches gave no labelled token; fix: pass held-out batches with labels")
     return total / count
@@ -350,18 +356,47 @@ def summarise(log: list[dict[str, Any]]) -> TrainResult:
     )
 
 
-def optimizer_step(model, optimizer, loss_of: Callable, batch: dict[str, torch.Tensor], lr: float,
-                   settings: TrainSettings, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """One update at learning rate `lr`: forward, backward, clip, step. Returns the loss and the gradient norm."""
+@dataclass(frozen=True)
+class StepPlan:
+    """How one optimizer step runs: the loss, the settings, the device, the ranks, and the micro-batch
+    size of gradient accumulation (None: the rank's whole batch at once)."""
+
+    loss_of: Callable
+    settings: TrainSettings
+    device: torch.device
+    world_size: int = 1
+    micro_batch_size: int | None = None
+
+
+def micro_batches(batch: dict[str, torch.Tensor], size: int | None) -> list[dict[str, torch.Tensor]]:
+    """`batch` cut into consecutive micro-batches of `size` rows (the last may be smaller)."""
+    rows = batch["input_ids"].shape[0]
+    if size is None or size >= rows:
+        return [batch]
+    return [{key: value[start:start + size] for key, value in batch.items()} for start in range(0, rows, size)]
+
+
+def optimizer_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float,
+                   plan: StepPlan) -> tuple[torch.Tensor, torch.Tensor]:
+    """One update at learning rate `lr` on this rank's `batch` of the global batch: forward and backward
+    per micro-batch, gradients reduced over the ranks with the last, then clip and step. Every rank's
+    summed loss is scaled by `world / labelled` (see `helpers.training.distributed`), so the update is the
+    global batch's mean token loss's. Returns that loss and the gradient norm."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    with autocast_context(settings, device):
-        loss = loss_of(batch)
-    loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip or math.inf)
+    labelled = all_sum((batch["labels"] != IGNORE_INDEX).sum().to(torch.float64))
+    pieces = micro_batches(batch, plan.micro_batch_size)
+    total = torch.zeros((), dtype=torch.float64, device=plan.device)
+    for index, piece in enumerate(pieces):
+        with gradient_sync(model, enabled=index == len(pieces) - 1):
+            with autocast_context(plan.settings, plan.device):
+                loss_sum = plan.loss_of(piece)
+            (loss_sum * (plan.world_size / labelled)).backward()
+        total += loss_sum.detach().to(torch.float64)
+    grad_norm = local_value(torch.nn.utils.clip_grad_norm_(model.parameters(), plan.settings.grad_clip or math.inf))
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return loss.detach(), grad_norm
+    return all_sum(total) / labelled, grad_norm
 
 
 def should_evaluate(step: int, settings: TrainSettings, last_step: bool) -> bool:
@@ -371,24 +406,37 @@ def should_evaluate(step: int, settings: TrainSettings, last_step: bool) -> bool
 
 def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSettings,
           device: str | torch.device = "cpu", eval_batches=None, progress: bool = True,
-          csv_path: str | Path | None = None) -> TrainResult:
+          csv_path: str | Path | None = None, *, parallel: str = "none",
+          micro_batch_size: int | None = None) -> TrainResult:
     """Train `model` for `settings.steps` steps on `batches`; per-step log, held-out loss, throughput, MFU.
 
     Each step is timed from asking the iterator for a batch to the end of the optimizer step (the
     device synchronised), so `data_wait_s` is the part of `step_s` the loader cost. Evaluation is
     timed apart. An iterator that runs dry before `settings.steps` ends the run early, with a warning.
+
+    Under `torchrun` every process calls this with its rank's `batches` (`make_dataloader(rank=,
+    world_size=)`): `parallel` is "ddp" or "fsdp" (see `helpers.training.distributed`); `micro_batch_size`
+    accumulates gradients over smaller pieces of the rank's batch. The log's loss and tokens are the
+    global batch's; only rank 0 shows progress and writes `csv_path`.
     """
     check_held_out(eval_batches)
-    device = torch.device(device)
+    ranks = join_ranks()
+    device = rank_device(torch.device(device), ranks)
     torch.manual_seed(settings.seed)
     model.to(device).train()
+    if settings.dtype == "float64":
+        model.to(torch.float64)
+    config = model.config
+    model = parallel_model(model, parallel, device)
     optimizer = make_optimizer(model, settings, device)
-    loss_of = loss_function(model, settings, device)
+    plan = StepPlan(loss_function(model, settings, device), settings, device, world_size=ranks.world_size,
+                    micro_batch_size=micro_batch_size)
     peak = peak_flops(device)
+    peak = None if peak is None else peak * ranks.world_size
     warn_about_cuda_only_settings(settings, device)
     batch_iterator = iter(batches)
     log: list[dict[str, Any]] = []
-    bar = progress_bar(total=settings.steps, desc="training", unit="step", disable=not progress)
+    bar = progress_bar(total=settings.steps, desc="training", unit="step", disable=not progress or not ranks.main)
     for step in range(settings.steps):
         lr = learning_rate(step, settings)
         start = wall_clock(device)
@@ -398,11 +446,10 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
             warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
             break
         batch = to_device(batch, device)
-        loss, grad_norm = optimizer_step(model=model, optimizer=optimizer, loss_of=loss_of, batch=batch, lr=lr,
-                                         settings=settings, device=device)
+        loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
         step_s = wall_clock(device) - start
-        tokens = batch["input_ids"].numel()
-        flops = flops_per_token(model.config, batch["input_ids"].shape[1])
+        tokens = batch["input_ids"].numel() * ranks.world_size
+        flops = flops_per_token(config, batch["input_ids"].shape[1])
         row = {"step": step, "loss": float(loss), "lr": lr, "grad_norm": float(grad_norm), "tokens": tokens,
                "step_s": step_s, "data_wait_s": data_wait_s, "tokens_per_s": tokens / step_s,
                "mfu": model_flops_utilisation(flops, tokens / step_s, peak)}
@@ -418,7 +465,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     if eval_batches is not None and "eval_loss" not in log[-1]:
         log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device)  # a run cut short still ends evaluated
     result = summarise(log)
-    if csv_path is not None:
+    if csv_path is not None and ranks.main:
         result.to_csv(csv_path)
     return result
 

@@ -1,0 +1,6 @@
+"""`python -m helpers.training` (or under `torchrun`): a few training steps on real data (`helpers.training.command`)."""
+
+from ..common.errors import run_cli
+from .command import main
+
+run_cli(main)

@@ -1,0 +1,88 @@
+"""A few training steps of a preset's Llama on real data, on one process or several, from one loader:
+
+    python -m helpers.training --data-path data/megatron/literature_text_document --steps 50
+    torchrun --nproc-per-node 2 -m helpers.training --data-path data/megatron/literature_text_document \\
+        --parallel ddp --global-batch-size 32 --micro-batch-size 8 --steps 50 --csv runs/ddp.csv
+
+`--global-batch-size` is the batch one optimizer step learns from, whatever the number of processes: rank r
+of N reads its N-th of it (`make_dataloader(rank=r, world_size=N)`), in micro-batches when
+`--micro-batch-size` is smaller. The same global batch on 1 or N processes takes the same steps. Random
+tokens only with `--synthetic` (and `--vocab-size`); missing real data is an error, never a fallback.
+`--model KEY=VALUE` and `--train KEY=VALUE` override the preset (e.g. `--model hidden_size=64`,
+`--train dtype=float64`). Rank 0 prints the summary and writes `--csv`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+import yaml
+
+from ..common.errors import UserError
+from ..loading.loader import make_dataloader
+from .distributed import PARALLEL, join_ranks, leave_ranks
+from .train import PRESETS, build_model, llama_config, train, train_settings
+
+
+def assignments(pairs: list[str], flag: str) -> dict:
+    """`KEY=VALUE` pairs as a dict, each value read as YAML (`64` an int, `1e-3` a float, `true` a bool)."""
+    parsed = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise UserError(f"{flag} {pair}: not KEY=VALUE; fix: e.g. {flag} hidden_size=64")
+        parsed[key] = yaml.safe_load(value)
+    return parsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-path", nargs="+", help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
+    parser.add_argument("--synthetic", action="store_true", help="random tokens instead of data, asked for by name")
+    parser.add_argument("--vocab-size", type=int, default=None, help="with --synthetic: the range of the tokens")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the preset's)")
+    parser.add_argument("--global-batch-size", type=int, default=None, help="samples per step, all ranks together")
+    parser.add_argument("--micro-batch-size", type=int, default=None, help="accumulate gradients in pieces this big")
+    parser.add_argument("--seq-length", type=int, default=None)
+    parser.add_argument("--split", default="969,30,1", help="train/valid/test shares, as Megatron's --split")
+    parser.add_argument("--parallel", choices=PARALLEL, default="none",
+                        help="ddp (replicas) or fsdp (FSDP2 shards) under torchrun; none for one process")
+    parser.add_argument("--model", action="append", default=[], metavar="KEY=VALUE", help="model override")
+    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="training override")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--csv", type=Path, default=None, help="the per-step log (rank 0)")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.data_path and not args.synthetic:
+        raise UserError("no --data-path; fix: pass Megatron prefixes (make them with python -m helpers.preprocess), "
+                        "or ask for random tokens by name with --synthetic --vocab-size N")
+    ranks = join_ranks()
+    overrides = assignments(args.train, "--train")
+    for name, value in (("steps", args.steps), ("batch_size", args.global_batch_size), ("seq_length", args.seq_length)):
+        if value is not None:
+            overrides[name] = value
+    settings = train_settings(args.preset, **overrides)
+    if settings.batch_size % ranks.world_size:
+        raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
+                        "processes; fix: give a multiple of --nproc-per-node")
+    loader = make_dataloader(None if args.synthetic else args.data_path, split=args.split,
+                             seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
+                             seed=settings.seed, num_samples=settings.steps * settings.batch_size, rank=ranks.rank,
+                             world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
+                             vocab_size=args.vocab_size, cache_dir=None)
+    model_overrides = {"max_position_embeddings": settings.seq_length, **assignments(args.model, "--model")}
+    vocab_size = model_overrides.pop("vocab_size", None) or getattr(loader.source, "vocab_size", None)
+    if vocab_size is None:
+        raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
+    model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed)
+    result = train(model, loader, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
+                   parallel=args.parallel, micro_batch_size=args.micro_batch_size)
+    if ranks.main:
+        print(f"{len(result.log)} steps on {ranks.world_size} process(es), parallel {args.parallel}: final loss "
+              f"{result.final_loss:.4f}, {result.tokens_per_s:,.0f} tokens/s"
+              + (f", log in {args.csv}" if args.csv else ""))
+    leave_ranks()
+    return 0
