@@ -1,10 +1,12 @@
 """`helpers.training` on several processes, for real: torchrun starts 2 CPU processes (gloo) that read their
 halves of each global batch from one loader. DDP, and FSDP2 with gradient accumulation, take the same
-float64 steps as one process with the same global batch; each rank says once where its data comes from."""
+float64 steps as one process with the same global batch; each rank says once where its data comes from.
+A run stopped and resumed, on another number of processes, takes the steps of the uninterrupted run."""
 
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,20 +20,24 @@ TINY = ["--steps", "6", "--global-batch-size", "8", "--seq-length", "64", "--mod
         "--model", "intermediate_size=64", "--model", "num_hidden_layers=2", "--model", "num_attention_heads=4",
         "--train", "dtype=float64", "--train", "eval_every=0", "--no-progress"]
 TOLERANCE = 1e-9
+# One thread per process, as torchrun gives its processes: transformers' RMSNorm computes in float32 even in
+# a float64 model, and a float32 sum split over two threads rounds differently from run to run.
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
 def prefix(corpus_dir, tmp_path_factory) -> str:
     """The docs domain of the real corpus as byte ids (a 258-id vocabulary keeps the model tiny)."""
     out = tmp_path_factory.mktemp("distributed") / "docs"
-    return preprocess(corpus_dir / "docs.jsonl", out, "bytes", append_eod=True, workers=2, progress=False).outputs["text"]
+    made = preprocess(corpus_dir / "docs.jsonl", out, "bytes", append_eod=True, workers=2, progress=False)
+    return made.outputs["text"]
 
 
 def run_training(prefix: str, csv_path: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
                 if processes > 1 else [sys.executable])
     command = [*launcher, "-m", "helpers.training", "--data-path", prefix, *TINY, "--csv", str(csv_path), *extra]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=ONE_THREAD)
 
 
 def losses(csv_path: Path) -> list[float]:
@@ -62,9 +68,46 @@ def test_two_processes_take_the_steps_of_one_with_the_same_global_batch(prefix, 
     assert curve[-1] < curve[0], "it learns"
 
 
+@pytest.mark.parametrize("first, second", [((2, "fsdp", 3), (1, "none")), ((1, "none", 2), (2, "ddp"))],
+                         ids=["2 processes (fsdp) then 1", "1 process then 2 (ddp)"])
+def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_process, tmp_path, first, second):
+    checkpoints = tmp_path / "checkpoints"
+    (processes, parallel, stop), (again, parallel_again) = first, second
+    before = run_training(prefix, tmp_path / "before.csv", processes, "--parallel", parallel,
+                          "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "1", "--until-step", str(stop))
+    assert before.returncode == 0, before.stderr
+    assert sorted(p.name for p in checkpoints.iterdir()) == [f"step-{s:07d}" for s in range(1, stop + 1)]
+    after = run_training(prefix, tmp_path / "after.csv", again, "--parallel", parallel_again,
+                         "--checkpoint-dir", str(checkpoints), "--resume")
+    assert after.returncode == 0, after.stderr
+    curve = losses(tmp_path / "before.csv") + losses(tmp_path / "after.csv")
+    assert len(curve) == len(one_process)
+    assert max(abs(a - b) for a, b in zip(curve, one_process)) <= TOLERANCE, (curve, one_process)
+    other_shape = [arg.replace("hidden_size=32", "hidden_size=48") for arg in TINY]
+    other_data = [arg.replace("64", "32") if arg == "64" else arg for arg in TINY]  # --seq-length 32
+    for arguments, what in ((other_shape, "model"), (other_data, "data")):
+        refused = subprocess.run([sys.executable, "-m", "helpers.training", "--data-path", prefix, *arguments,
+                                  "--checkpoint-dir", str(checkpoints), "--resume"], capture_output=True, text=True,
+                                 env=ONE_THREAD)
+        assert refused.returncode == 2 and f"checkpoint of other {what}" in refused.stderr, refused.stderr
+        assert "fix:" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_only_complete_checkpoints_are_resumed_from(tmp_path):
+    """What a killed save leaves (a hidden temporary folder, or a folder without run.json) is never taken."""
+    from helpers.training.checkpoints import RUN_FILE, latest_checkpoint
+
+    for name, complete in (("step-0000002", True), (".step-0000009.tmp-123", True), ("step-0000005", False)):
+        (tmp_path / name).mkdir()
+        if complete:
+            (tmp_path / name / RUN_FILE).write_text("{}")
+    assert latest_checkpoint(tmp_path) == tmp_path / "step-0000002"
+    assert latest_checkpoint(tmp_path / "absent") is None
+
+
 def test_missing_data_and_a_parallel_run_without_torchrun_are_refused(prefix, tmp_path):
     for extra, words in (([], "no --data-path"), (["--data-path", prefix, "--parallel", "ddp"], "torchrun")):
         run = subprocess.run([sys.executable, "-m", "helpers.training", *extra, *TINY], capture_output=True,
-                             text=True, timeout=300)
+                             text=True, timeout=300, env=ONE_THREAD)
         assert run.returncode == 2 and words in run.stderr and "fix:" in run.stderr, run.stderr
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()[-1]) > 0

@@ -1,4 +1,4 @@
-"""`python -m helpers.training` (or under `torchrun`): a few training steps on real data (`helpers.training.command`)."""
+"""`python -m helpers.training` (or under `torchrun`): training steps on real data (`helpers.training.command`)."""
 
 from ..common.errors import run_cli
 from .command import main

@@ -9,7 +9,9 @@ of N reads its N-th of it (`make_dataloader(rank=r, world_size=N)`), in micro-ba
 `--micro-batch-size` is smaller. The same global batch on 1 or N processes takes the same steps. Random
 tokens only with `--synthetic` (and `--vocab-size`); missing real data is an error, never a fallback.
 `--model KEY=VALUE` and `--train KEY=VALUE` override the preset (e.g. `--model hidden_size=64`,
-`--train dtype=float64`). Rank 0 prints the summary and writes `--csv`.
+`--train dtype=float64`). Rank 0 prints the summary and writes `--csv`. `--checkpoint-dir` saves the whole
+run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
+run would have taken.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import yaml
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
 from .distributed import PARALLEL, join_ranks, leave_ranks
-from .train import PRESETS, build_model, llama_config, train, train_settings
+from .train import PRESETS, CheckpointPlan, build_model, llama_config, train, train_settings
 
 
 def assignments(pairs: list[str], flag: str) -> dict:
@@ -39,7 +41,8 @@ def assignments(pairs: list[str], flag: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-path", nargs="+", help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
+    parser.add_argument("--data-path", nargs="+",
+                        help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
     parser.add_argument("--synthetic", action="store_true", help="random tokens instead of data, asked for by name")
     parser.add_argument("--vocab-size", type=int, default=None, help="with --synthetic: the range of the tokens")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
@@ -54,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="training override")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--csv", type=Path, default=None, help="the per-step log (rank 0)")
+    parser.add_argument("--checkpoint-dir", type=Path, default=None, help="save the whole run here (resumable)")
+    parser.add_argument("--checkpoint-every", type=int, default=0, help="steps between checkpoints (0: at the end)")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --checkpoint-dir")
+    parser.add_argument("--until-step", type=int, default=None,
+                        help="end this run before this step, checkpointed (a job's time limit)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if not args.data_path and not args.synthetic:
@@ -78,8 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     if vocab_size is None:
         raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
     model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed)
+    checkpoints = None
+    if args.checkpoint_dir is not None:
+        checkpoints = CheckpointPlan(folder=args.checkpoint_dir, every=args.checkpoint_every, resume=args.resume,
+                                     until_step=args.until_step)
+    elif args.resume or args.until_step is not None:
+        raise UserError("--resume and --until-step need --checkpoint-dir; fix: name the folder of the checkpoints")
     result = train(model, loader, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
-                   parallel=args.parallel, micro_batch_size=args.micro_batch_size)
+                   parallel=args.parallel, micro_batch_size=args.micro_batch_size, checkpoints=checkpoints)
     if ranks.main:
         print(f"{len(result.log)} steps on {ranks.world_size} process(es), parallel {args.parallel}: final loss "
               f"{result.final_loss:.4f}, {result.tokens_per_s:,.0f} tokens/s"

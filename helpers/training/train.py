@@ -35,6 +35,7 @@ from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
+from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
 
 if TYPE_CHECKING:
@@ -368,6 +369,20 @@ class StepPlan:
     micro_batch_size: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckpointPlan:
+    """Where and when a run checkpoints, and whether it continues from the latest checkpoint there."""
+
+    folder: Path
+    every: int = 0  # steps between checkpoints (0: only when the run ends)
+    resume: bool = False  # continue from the latest complete checkpoint in `folder`, if any
+    until_step: int | None = None  # end this run before this step (a job's time limit), checkpointed
+
+    def due(self, done: int, last: int) -> bool:
+        """Whether to checkpoint after `done` steps of a run that ends at `last`."""
+        return done == last or (self.every > 0 and done % self.every == 0)
+
+
 def micro_batches(batch: dict[str, torch.Tensor], size: int | None) -> list[dict[str, torch.Tensor]]:
     """`batch` cut into consecutive micro-batches of `size` rows (the last may be smaller)."""
     rows = batch["input_ids"].shape[0]
@@ -407,7 +422,7 @@ def should_evaluate(step: int, settings: TrainSettings, last_step: bool) -> bool
 def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSettings,
           device: str | torch.device = "cpu", eval_batches=None, progress: bool = True,
           csv_path: str | Path | None = None, *, parallel: str = "none",
-          micro_batch_size: int | None = None) -> TrainResult:
+          micro_batch_size: int | None = None, checkpoints: CheckpointPlan | None = None) -> TrainResult:
     """Train `model` for `settings.steps` steps on `batches`; per-step log, held-out loss, throughput, MFU.
 
     Each step is timed from asking the iterator for a batch to the end of the optimizer step (the
@@ -418,6 +433,10 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     world_size=)`): `parallel` is "ddp" or "fsdp" (see `helpers.training.distributed`); `micro_batch_size`
     accumulates gradients over smaller pieces of the rank's batch. The log's loss and tokens are the
     global batch's; only rank 0 shows progress and writes `csv_path`.
+
+    `checkpoints` saves the whole run (model, optimizer, step, RNG, the loader's state; see
+    `helpers.training.checkpoints`) and resumes it, on this or another number of processes: the steps
+    after a resume are the steps an uninterrupted run would have taken. The log holds this run's steps.
     """
     check_held_out(eval_batches)
     ranks = join_ranks()
@@ -434,10 +453,14 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     peak = peak_flops(device)
     peak = None if peak is None else peak * ranks.world_size
     warn_about_cuda_only_settings(settings, device)
+    first_step, last_step = resume_point(checkpoints, (model, optimizer), batches, config), settings.steps
+    if checkpoints is not None and checkpoints.until_step is not None:
+        last_step = min(last_step, checkpoints.until_step)
     batch_iterator = iter(batches)
     log: list[dict[str, Any]] = []
-    bar = progress_bar(total=settings.steps, desc="training", unit="step", disable=not progress or not ranks.main)
-    for step in range(settings.steps):
+    bar = progress_bar(total=last_step - first_step, desc="training", unit="step",
+                       disable=not progress or not ranks.main)
+    for step in range(first_step, last_step):
         lr = learning_rate(step, settings)
         start = wall_clock(device)
         batch = next(batch_iterator, None)
@@ -456,6 +479,9 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
         if eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1):
             row["eval_loss"] = evaluate(model, eval_batches, settings, device)
         log.append(row)
+        if checkpoints is not None and checkpoints.due(step + 1, last_step):
+            save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
+                            {"loader": batches.state_dict(), **run_identity(config, batches)})
         bar.update(1)
         if step % settings.log_every == 0 or step == settings.steps - 1 or "eval_loss" in row:
             bar.set_postfix(progress_postfix(row), refresh=False)
@@ -468,6 +494,21 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     if csv_path is not None and ranks.main:
         result.to_csv(csv_path)
     return result
+
+
+def resume_point(checkpoints: CheckpointPlan | None, trained: tuple, batches, config) -> int:
+    """The step to start from: 0, or after the latest checkpoint when resuming (loaded into `trained`,
+    the model and optimizer, and into the loader `batches`)."""
+    if checkpoints is None:
+        return 0
+    if not hasattr(batches, "state_dict"):
+        raise UserError("checkpoints need the loader's state; fix: train on batches from make_dataloader")
+    latest = latest_checkpoint(checkpoints.folder) if checkpoints.resume else None
+    if latest is None:
+        return 0
+    run = load_checkpoint(latest, *trained, identity=run_identity(config, batches))
+    batches.load_state_dict(run["loader"])
+    return int(run["step"])
 
 
 def progress_postfix(row: dict[str, Any]) -> dict[str, str]:

@@ -1,0 +1,110 @@
+"""Whole-run checkpoints that resume exactly, on the same or another number of processes.
+
+A checkpoint is a folder `step-0000040` holding the model and optimizer (through
+`torch.distributed.checkpoint`: each rank writes its shards under FSDP2, one copy of what DDP replicates),
+the RNG state, and `run.json`: the step reached (the learning-rate schedule is a function of it), the
+loader's state (`TokenBatches.state_dict()`: samples consumed, all ranks together) and what the run must
+match to continue it (the data's fingerprint and the model's shape). It is written under a hidden
+temporary name and renamed when complete, so a killed run leaves nothing that looks like a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ..common.errors import UserError
+from ..common.files import temporary_name, write_text_atomically
+
+RUN_FILE = "run.json"
+FOLDER = re.compile(r"step-(\d{7})")
+SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads")
+
+
+def run_identity(config, batches) -> dict:
+    """What a checkpoint must match to be continued: the data (the loader's fingerprint) and the model's shape."""
+    return {"data": batches.fingerprint, "model": {field: getattr(config, field) for field in SHAPE_FIELDS}}
+
+
+def latest_checkpoint(folder: str | os.PathLike) -> Path | None:
+    """The complete checkpoint of the highest step in `folder`, or None."""
+    found = [(int(match[1]), path) for path in Path(folder).glob("step-*")
+             if (match := FOLDER.fullmatch(path.name)) and (path / RUN_FILE).exists()]
+    return max(found)[1] if found else None
+
+
+def _shared_name(final: Path) -> Path:
+    """One temporary name for every rank (rank 0's), so that all write their shards into one folder."""
+    names = [temporary_name(final)]
+    if dist.is_available() and dist.is_initialized():
+        dist.broadcast_object_list(names, src=0)
+    return names[0]
+
+
+@contextmanager
+def _one_process_is_fine():
+    """torch.distributed.checkpoint warns when no process group runs; one process is a run like any other."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        yield
+
+
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def _main() -> bool:
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+
+
+def save_checkpoint(folder: str | os.PathLike, step: int, trained: tuple, run: dict) -> Path:
+    """Checkpoint `trained` (the model and its optimizer) after `step` steps; `run` holds the loader's state
+    and `run_identity`. Every rank calls it."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    final = Path(folder) / f"step-{step:07d}"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _shared_name(final)
+    model_state, optimizer_state = get_state_dict(*trained)
+    with _one_process_is_fine():
+        dcp.save({"model": model_state, "optimizer": optimizer_state, "rng": torch.get_rng_state()},
+                 checkpoint_id=str(temporary))
+    _barrier()
+    if _main():
+        write_text_atomically(temporary / RUN_FILE, json.dumps({"step": step, **run}, indent=2) + "\n")
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(temporary, final)
+    _barrier()
+    return final
+
+
+def load_checkpoint(path: Path, model, optimizer, identity: dict) -> dict:
+    """Load `path` into `model` and `optimizer` (any number of processes) and restore the RNG state; returns
+    its `run.json`. A checkpoint of other data or another model shape is refused in one line."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    run = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+    for what, fix in (("data", "resume with the same data, split, seq_length and sample count"),
+                      ("model", "resume with the same model shape")):
+        if run.get(what) != identity[what]:
+            raise UserError(f"{path}: a checkpoint of other {what} ({run.get(what)}, this run's {identity[what]}); "
+                            f"fix: {fix}, or start without resuming")
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state, "rng": torch.get_rng_state()}
+    with _one_process_is_fine():
+        dcp.load(state, checkpoint_id=str(path))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    return run
