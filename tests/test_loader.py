@@ -172,7 +172,7 @@ def test_synthetic_only_by_name_in_range_and_loud(caplog):
 def test_npy_windows_and_the_memmap_pitfall(prefixes, tmp_path):
     npy = indexed_to_npy(prefixes["literature"], tmp_path / "lit.npy", eod_id=EOD)
     flat = IndexedDataset(prefixes["literature"]).tokens
-    # seed 001's np.memmap(dtype=...) reads the 128-byte npy header as tokens; np.load(mmap_mode="r") does not
+    # a plain np.memmap(dtype=...) reads the 128-byte npy header as tokens; np.load(mmap_mode="r") does not
     wrong = np.memmap(npy, dtype=flat.dtype, mode="r")
     assert wrong.size == flat.size + 128 // flat.dtype.itemsize and not np.array_equal(wrong[:flat.size], flat)
     assert np.array_equal(np.load(npy, mmap_mode="r"), flat)

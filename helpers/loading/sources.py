@@ -1,4 +1,4 @@
-"""Where a loader's samples come from: every seed's format behind one small interface.
+"""Where a loader's samples come from: every format a training script may hand it, behind one small interface.
 
 A source numbers its samples 0..len-1 and turns any set of sample ids into one batch in the layout
 of `helpers.datasets.layout`. A sample is a pure function of (data, seed, sample id): nothing depends on which
@@ -7,8 +7,8 @@ samples were read before, so a loader resumes anywhere in O(1).
 | source | data on disk | sample i |
 |---|---|---|
 | `MegatronSource` | Megatron prefixes or a weighted blend | sample i of `helpers.datasets.blending.build_split`, Megatron's order |
-| `NpySource` | one flat `.npy` of tokens (seed 001) | window `seq_length + 1` of the split, seeded permutation per epoch |
-| `ShardSource` | `dataset_metadata.json` + shards (seed 002) | a random window of a random shard, as a seeded permutation |
+| `NpySource` | one flat `.npy` of tokens | window `seq_length + 1` of the split, seeded permutation per epoch |
+| `ShardSource` | `dataset_metadata.json` + shards | a random window of a random shard, as a seeded permutation |
 | `PackedSource` | Megatron prefixes or a blend | a row of whole documents packed by `helpers.loading.packing` |
 | `SyntheticSource` | nothing: asked for by name | uniform random ids, seeded by (seed, i) |
 """
@@ -161,7 +161,7 @@ class MegatronSource(Source):
                 f" in all), tokenizer {self.facts.tokenizer} ({self.facts.source})")
 
 
-# ---------------------------------------------------------------- a flat .npy (seed 001)
+# ---------------------------------------------------------------- a flat .npy
 
 
 class NpySource(Source):
@@ -205,7 +205,7 @@ class NpySource(Source):
                 f"of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
 
 
-# ---------------------------------------------------------------- shards (seed 002)
+# ---------------------------------------------------------------- shards
 
 
 class ShardSource(Source):
