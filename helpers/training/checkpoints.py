@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from ..common.errors import UserError
 from ..common.files import temporary_name, write_text_atomically
+from .distributed import barrier, group_running
 
 RUN_FILE = "run.json"
 FOLDER = re.compile(r"step-(\d{7})")
@@ -45,7 +46,7 @@ def latest_checkpoint(folder: str | os.PathLike) -> Path | None:
 def _shared_name(final: Path) -> Path:
     """One temporary name for every rank (rank 0's), so that all write their shards into one folder."""
     names = [temporary_name(final)]
-    if dist.is_available() and dist.is_initialized():
+    if group_running():
         dist.broadcast_object_list(names, src=0)
     return names[0]
 
@@ -56,15 +57,6 @@ def _one_process_is_fine():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
         yield
-
-
-def _barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
-def _main() -> bool:
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
 
 
 def save_checkpoint(folder: str | os.PathLike, step: int, trained: tuple, run: dict) -> Path:
@@ -80,12 +72,12 @@ def save_checkpoint(folder: str | os.PathLike, step: int, trained: tuple, run: d
     with _one_process_is_fine():
         dcp.save({"model": model_state, "optimizer": optimizer_state, "rng": torch.get_rng_state()},
                  checkpoint_id=str(temporary))
-    _barrier()
-    if _main():
+    barrier()
+    if not group_running() or dist.get_rank() == 0:
         write_text_atomically(temporary / RUN_FILE, json.dumps({"step": step, **run}, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)
         os.replace(temporary, final)
-    _barrier()
+    barrier()
     return final
 
 

@@ -37,11 +37,22 @@ class Ranks:
         return self.rank == 0
 
 
+def group_running() -> bool:
+    """Whether this process belongs to a running process group."""
+    return dist.is_available() and dist.is_initialized()
+
+
+def barrier() -> None:
+    """Wait for every rank (nothing to wait for with one process)."""
+    if group_running():
+        dist.barrier()
+
+
 def join_ranks() -> Ranks:
     """The process group torchrun asked for (`WORLD_SIZE`, `RANK`, `LOCAL_RANK` in the environment), joined
     once: NCCL where CUDA is, gloo elsewhere. One process started without torchrun is rank 0 of 1."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if dist.is_available() and dist.is_initialized():
+    if group_running():
         return Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return Ranks()
@@ -54,8 +65,8 @@ def join_ranks() -> Ranks:
 def leave_ranks() -> None:
     """Leave the process group together: every rank waits for the others first (a rank that tears its
     connections down while another still uses them aborts the run at its very end)."""
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+    if group_running():
+        barrier()
         dist.destroy_process_group()
 
 
@@ -72,7 +83,7 @@ def parallel_model(model: torch.nn.Module, parallel: str, device: torch.device) 
         raise UserError(f"parallel={parallel!r}; fix: use one of {', '.join(PARALLEL)}")
     if parallel == "none":
         return model
-    if not (dist.is_available() and dist.is_initialized()):
+    if not group_running():
         raise UserError(f"parallel={parallel!r} needs a process group; fix: start the run with "
                         "torchrun --nproc-per-node N (or leave parallel='none' for one process)")
     if parallel == "ddp":
@@ -117,7 +128,7 @@ def _fsdp_without_sync(model):
 
 def all_sum(value: torch.Tensor) -> torch.Tensor:
     """`value` summed over every rank (itself with one process)."""
-    if dist.is_available() and dist.is_initialized():
+    if group_running():
         value = value.clone()
         dist.all_reduce(value)
     return value
