@@ -1,4 +1,5 @@
-"""The two other token layouts the seed scripts used, converted to and from the Megatron indexed form.
+"""The two other token layouts hand-written training scripts used, converted to and from the Megatron
+indexed form.
 
 - **npy**: one flat array of every token, EOD-separated, for `np.load(path, mmap_mode="r")`, plus a
   JSON sidecar (`PATH.json`) with dtype, counts and the EOD id. A Megatron `.bin` already *is* that

@@ -6,7 +6,7 @@ A *plan* says, for every row, which pieces of which documents it holds: arrays `
 | name | what it does | documents cross rows? |
 |---|---|---|
 | `concat` | Megatron: concatenate everything, cut every `capacity` tokens | yes, constantly |
-| `pad` | one document per row, padded (the seed scripts) | no |
+| `pad` | one document per row, padded (the hand-written training scripts) | no |
 | `next_fit` | one open row; a document that does not fit closes it (LMMS-Engine calls this first_fit) | no |
 | `first_fit` | the first row with room, in arrival order (a segment tree over free space) | no |
 | `best_fit_decreasing` | longest first, into the row with the least room that still fits | no |
