@@ -1,64 +1,76 @@
 """Hugging Face `Trainer` fed by the workshop's loader: a few steps of the same small Llama as
 `helpers.training`, on real data, or on random tokens only when asked for by name.
 
-    .venv/bin/python examples/trainer.py --data-path data/megatron/literature_text_document --steps 30
+    .venv/bin/python examples/trainer.py --data-path data/megatron/literature_text_document --csv runs/trainer.csv
     .venv/bin/python examples/trainer.py --synthetic --vocab-size 128256 --steps 30     # random tokens, said so
 
 The loader's labels are already shifted: `samples_for_transformers` hands them to `Trainer` as
 `shift_labels`, which transformers' causal-LM loss takes as they are (it would shift plain `labels` again).
+Samples are taken in the loader's order (`train_sampling_strategy="sequential"`; the loader has already
+shuffled them as Megatron does), so step k learns from the loader's global batch k, as in every other example.
 Missing data stops the run with one line naming the path and how to make it; nothing falls back.
 """
 
 from __future__ import annotations
 
-import argparse
-import math
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.common.errors import UserError, run_cli  # noqa: E402
-from helpers.loading.loader import make_dataloader, samples_for_transformers  # noqa: E402
-from helpers.training.command import assignments  # noqa: E402
-from helpers.training.train import build_model, llama_config  # noqa: E402
+from helpers.common.errors import run_cli  # noqa: E402
+from helpers.loading.loader import samples_for_transformers  # noqa: E402
+from helpers.training.distributed import Ranks  # noqa: E402
+from helpers.training.framework_runs import (  # noqa: E402
+    ADAM_BETAS,
+    StepLog,
+    example_llama,
+    example_loader,
+    example_parser,
+    example_vocab_size,
+    global_batch_digest,
+)
+
+
+class DigestingCollator:
+    """Transformers' default collation, noting the digest of each batch it hands the model, in order."""
+
+    def __init__(self):
+        from transformers import default_data_collator
+
+        self.collate, self.digests = default_data_collator, []
+
+    def __call__(self, samples):
+        batch = self.collate(samples)
+        self.digests.append(global_batch_digest(batch["input_ids"]))
+        return batch
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-path", nargs="+", help="Megatron prefixes or a weighted blend")
-    parser.add_argument("--synthetic", action="store_true", help="random tokens, asked for by name")
-    parser.add_argument("--vocab-size", type=int, default=None, help="with --synthetic")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--seq-length", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--model", action="append", default=[], metavar="KEY=VALUE", help="model override")
-    args = parser.parse_args(argv)
-    if not args.data_path and not args.synthetic:
-        raise UserError("no --data-path; fix: pass Megatron prefixes (make them with python -m helpers.preprocess), "
-                        "or ask for random tokens by name with --synthetic --vocab-size N")
+    args = example_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    ranks = Ranks()
+    loader = example_loader(args, ranks)
+    model = example_llama(args, loader)
     from transformers import Trainer, TrainingArguments
 
-    loader = make_dataloader(None if args.synthetic else args.data_path, split="100,0,0", seq_length=args.seq_length,
-                             batch_size=args.batch_size, num_samples=args.steps * args.batch_size, seed=0,
-                             source="synthetic" if args.synthetic else "real", vocab_size=args.vocab_size,
-                             cache_dir=None)
-    vocab_size = getattr(loader.source, "vocab_size", None)
-    overrides = {"max_position_embeddings": args.seq_length, **assignments(args.model, "--model")}
-    model = build_model(llama_config("cpu-tiny", vocab_size=vocab_size, **overrides), seed=0)
+    collator = DigestingCollator()
     with tempfile.TemporaryDirectory(prefix="trainer-") as folder:
         training = TrainingArguments(output_dir=folder, max_steps=args.steps,
-                                     per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
-                                     lr_scheduler_type="constant", report_to=[],
-                                     logging_steps=max(args.steps // 5, 1), save_strategy="no", use_cpu=True,
-                                     dataloader_drop_last=True, disable_tqdm=True, seed=0)
-        trainer = Trainer(model=model, args=training, train_dataset=samples_for_transformers(loader))
+                                     per_device_train_batch_size=args.global_batch_size, learning_rate=args.lr,
+                                     lr_scheduler_type="constant", weight_decay=0.0, adam_beta1=ADAM_BETAS[0],
+                                     adam_beta2=ADAM_BETAS[1], max_grad_norm=0.0, report_to=[], logging_steps=1,
+                                     save_strategy="no", use_cpu=True, dataloader_drop_last=True, disable_tqdm=True,
+                                     remove_unused_columns=False,
+                                     train_sampling_strategy="sequential", seed=0)
+        trainer = Trainer(model=model, args=training, train_dataset=samples_for_transformers(loader),
+                          data_collator=collator)
         trainer.train()
         losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    print(f"Trainer, {args.steps} steps of {args.batch_size} x {args.seq_length}: loss {losses[0]:.4f} -> "
-          f"{losses[-1]:.4f} (ln V = {math.log(vocab_size):.4f})")
+    log = StepLog("Trainer on 1 process", ranks)
+    for step, (loss, digest) in enumerate(zip(losses, collator.digests)):
+        log.record(step, loss, digest)
+    log.finish(args, example_vocab_size(args, loader))
     return 0
 
 

@@ -268,6 +268,11 @@ def test_transformers_trainer_takes_the_samples(prefixes, tmp_path):
     ours = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten())
     assert torch.allclose(theirs, ours, atol=1e-5)  # labels were not shifted a second time
     args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=3, per_device_train_batch_size=2,
-                             report_to=[], logging_steps=1, save_strategy="no", use_cpu=True)
-    result = Trainer(model=model, args=args, train_dataset=samples).train()
+                             report_to=[], logging_steps=1, save_strategy="no", use_cpu=True,
+                             remove_unused_columns=False, train_sampling_strategy="sequential")
+    trainer = Trainer(model=model, args=args, train_dataset=samples)
+    result = trainer.train()
     assert result.global_step == 3 and math.isfinite(result.training_loss)
+    # Trainer's first step learned from the same batch with the same loss: `shift_labels` reached the model
+    # (with the default remove_unused_columns=True it drops them and the labels are shifted twice)
+    assert math.isclose(trainer.state.log_history[0]["loss"], float(ours), rel_tol=1e-5)

@@ -224,3 +224,15 @@ def test_h100_preset_on_cuda_with_bf16_and_compile():
         assert result.mfu is None
     else:
         assert result.mfu > 0
+
+
+def test_command_line_settings_read_as_numbers_and_are_checked_by_kind():
+    from helpers.training.command import assignments
+
+    read = assignments(["lr=3e-3", "steps=40", "compile=false", "dtype=float64", "grad_clip=0"], "--train")
+    assert read == {"lr": 0.003, "steps": 40, "compile": False, "dtype": "float64", "grad_clip": 0}
+    settings = train_settings(**read, min_lr=np.float32(1e-4), warmup_steps=np.int64(2))
+    assert settings.lr == 0.003 and settings.grad_clip == 0 and settings.warmup_steps == 2
+    for wrong in ({"lr": "fast"}, {"steps": 2.5}, {"steps": True}, {"compile": 1}):
+        with pytest.raises(UserError, match=f"{next(iter(wrong))}=.*expected"):
+            train_settings(**wrong)

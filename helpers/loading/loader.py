@@ -166,7 +166,10 @@ def samples_for_transformers(loader: TokenBatches, keys=("input_ids", "labels", 
     """The loader's samples one at a time, as a map-style dataset `transformers.Trainer` can take.
 
     Our labels are already shifted; `transformers` shifts `labels` again, so each sample also carries
-    them as `shift_labels`, which its causal-LM loss uses as they are.
+    them as `shift_labels`, which its causal-LM loss uses as they are. Give `Trainer`
+    `remove_unused_columns=False`: by default it drops every key its model's `forward` does not name,
+    `shift_labels` among them, and the loss then quietly shifts the labels a second time.
+    `train_sampling_strategy="sequential"` keeps the loader's (already shuffled) order.
     """
     return _TransformersSamples(loader.source, keys)
 

@@ -29,14 +29,25 @@ from .train import PRESETS, CheckpointPlan, build_model, llama_config, train, tr
 
 
 def assignments(pairs: list[str], flag: str) -> dict:
-    """`KEY=VALUE` pairs as a dict, each value read as YAML (`64` an int, `1e-3` a float, `true` a bool)."""
+    """`KEY=VALUE` pairs as a dict, each value a number where it reads as one (`64` an int, `3e-3` a float,
+    which YAML alone would leave a string), else read as YAML (`true` a bool, `bfloat16` a string)."""
     parsed = {}
     for pair in pairs:
         key, equals, value = pair.partition("=")
         if not equals or not key:
             raise UserError(f"{flag} {pair}: not KEY=VALUE; fix: e.g. {flag} hidden_size=64")
-        parsed[key] = yaml.safe_load(value)
+        parsed[key] = setting_value(value)
     return parsed
+
+
+def setting_value(text: str):
+    """`text` as an int, else a float, else whatever YAML reads it as."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return yaml.safe_load(text)
 
 
 def main(argv: list[str] | None = None) -> int:

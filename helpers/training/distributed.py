@@ -48,17 +48,21 @@ def barrier() -> None:
         dist.barrier()
 
 
-def join_ranks() -> Ranks:
+def join_ranks(group_of_one: bool = False) -> Ranks:
     """The process group torchrun asked for (`WORLD_SIZE`, `RANK`, `LOCAL_RANK` in the environment), joined
-    once: NCCL where CUDA is, gloo elsewhere. One process started without torchrun is rank 0 of 1."""
+    once: NCCL where CUDA is, gloo elsewhere. One process started without torchrun is rank 0 of 1, in no
+    group unless `group_of_one` asks for one (DeepSpeed and Megatron want a group even on one process)."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if group_running():
         return Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        if group_of_one:
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
         return Ranks()
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group(backend)
     return Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
 
 

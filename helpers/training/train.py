@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
+import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -140,9 +141,23 @@ def check_heads(fields: dict[str, Any]) -> None:
                         "fix: pick heads divisible by the key-value heads")
 
 
+def of_kind(value: Any, default: Any) -> bool:
+    """Whether `value` can stand where the preset has `default`: a bool for a bool, an integer for an int,
+    any real number for a float, a string for a string."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    kind = {int: numbers.Integral, float: numbers.Real}.get(type(default), type(default))
+    return isinstance(value, kind)
+
+
 def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
-    """The preset's `TrainSettings`, with `overrides` applied by name."""
-    settings = TrainSettings(**merge_overrides(preset_entry(preset)["train"], overrides, "training"))
+    """The preset's `TrainSettings`, with `overrides` applied by name; each must be of its field's kind."""
+    defaults = preset_entry(preset)["train"]
+    for name, value in overrides.items():
+        if name in defaults and not of_kind(value, defaults[name]):
+            raise UserError(f"training setting {name}={value!r}: expected {type(defaults[name]).__name__}; fix: "
+                            f"give it as the preset does, e.g. {name}={defaults[name]!r}")
+    settings = TrainSettings(**merge_overrides(defaults, overrides, "training"))
     if settings.dtype not in DTYPES:
         raise UserError(f"dtype {settings.dtype!r} is not supported; fix: use one of {', '.join(DTYPES)}")
     return settings
