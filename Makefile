@@ -47,7 +47,7 @@ $(VENV)/.torch: | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
-	$(PIP) install -e .
+	$(PIP) install -e ".[workshop]"
 	$(REGISTER_KERNEL)
 	touch $@
 

@@ -39,7 +39,8 @@ from helpers.training.train import next_token_loss  # noqa: E402
 
 def deepspeed_config(args, world_size: int) -> dict:
     """The run as DeepSpeed's configuration: no accumulation (each rank takes its slice whole), fp32, the
-    asked ZeRO stage, and the optimizer of every example (Adam, constant rate, no weight decay or clipping)."""
+    asked ZeRO stage, and the optimizer of every example (Adam, constant rate, no weight decay, no clipping
+    unless asked)."""
     micro_batch = args.global_batch_size // world_size
     return {
         "train_batch_size": args.global_batch_size,
@@ -47,7 +48,7 @@ def deepspeed_config(args, world_size: int) -> dict:
         "gradient_accumulation_steps": 1,
         "optimizer": {"type": "Adam", "params": {"lr": args.lr, "betas": list(ADAM_BETAS), "weight_decay": 0.0,
                                                  "torch_adam": True}},
-        "gradient_clipping": 0.0,  # DeepSpeed clips at 1.0 unless told otherwise
+        "gradient_clipping": args.gradient_clipping,  # DeepSpeed clips at 1.0 unless told otherwise
         "zero_optimization": {"stage": args.zero_stage},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
@@ -57,6 +58,8 @@ def deepspeed_config(args, world_size: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--zero-stage", type=int, choices=(1, 2, 3), default=2)
+    parser.add_argument("--gradient-clipping", type=float, default=0.0,
+                        help="clip the gradient norm here (0: off, as the other examples; DeepSpeed's default: 1.0)")
     args = parser.parse_args(argv)
     ranks = join_ranks(group_of_one=True)
     loader = example_loader(args, ranks)

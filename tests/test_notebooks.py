@@ -144,3 +144,16 @@ def test_07_cleaning_measures_duplication_and_its_effect_on_the_blend(tmp_path, 
     assert m["modules_missing_an_import"] > 0  # --lines deletes imports from code
     assert m["precision.strict.0.15"] < m["precision.broad.0.15"]
     assert (tmp_path / "clean" / "report.json").exists() and not (tmp_path / "clean" / "ray").exists()
+
+
+def test_08_every_framework_sees_the_same_batches_and_resumes_across_world_sizes(tmp_path, corpus_dir):
+    parameters = {"steps": 12, "resume_at": 6, "run_dir": str(tmp_path / "runs"),
+                  "data_dir": str(tmp_path / "megatron-08")}
+    entry = run_notebook(_notebook("08_same_data_every_framework"), tmp_path / "08.ipynb", parameters)
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["same_batches_everywhere"] is True and m["max_curve_gap"] < 1e-3
+    finals = [m[f"final_loss.{name}"] for name in ("helpers.training", "trainer", "deepspeed", "megatron")]
+    assert max(finals) < m["synthetic_final_loss"] - 0.5  # 12 steps: already well below random tokens
+    assert m["resume_max_difference"] < 1e-7
+    assert (tmp_path / "runs" / "deepspeed.csv").exists() and (tmp_path / "runs" / "checkpoints").is_dir()

@@ -117,7 +117,7 @@ def megatron_train_samples(data_path: list[str], seq_length: int, num_samples: i
                               create_attention_mask=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, None, None], lambda: True, config).build()[0]
+        return BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, 0, 0], lambda: True, config).build()[0]
 
 
 def megatron_batch(samples, step: int, batch_size: int, ranks) -> dict[str, torch.Tensor]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -164,6 +164,41 @@ def loss_curves(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str)
     fig, ax = plt.subplots(figsize=(8, 4))
     for label, log in logs.items():
         ax.plot([row["step"] for row in log], [row["loss"] for row in log], label=label)
+    ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (nats per token)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def resumed_run(pieces: Mapping[str, Any], stop_step: int, title: str):
+    """A run stopped and resumed drawn over the uninterrupted run. `pieces`: the uninterrupted run's log
+    first, then the parts' logs in order (each with step and loss), by label; where the parts sit on the
+    wide grey line, the resume took the same steps."""
+    (whole_label, whole), *parts = pieces.items()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(whole["step"], whole["loss"], color="lightgray", linewidth=6, label=whole_label)
+    for (label, part), marker in zip(parts, "os^v"):
+        ax.plot(part["step"], part["loss"], marker=marker, markersize=3, label=label)
+    ax.axvline(stop_step - 0.5, color="black", linestyle=":", linewidth=1,
+               label=f"checkpoint after step {stop_step - 1}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (nats per token)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def overlapping_curves(logs: Mapping[str, Any], ln_vocab: float, title: str):
+    """Loss curves expected to coincide, drawn from the widest to the thinnest so that each stays visible
+    under the next (a curve that parts from the others shows at once), with ln V across."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    widths = np.linspace(8, 1.5, num=max(len(logs), 2))
+    for (label, log), width in zip(logs.items(), widths):
+        ax.plot(log["step"], log["loss"], linewidth=width, alpha=0.8, solid_capstyle="round", label=label)
     ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (nats per token)")
