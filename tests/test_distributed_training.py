@@ -6,6 +6,7 @@ A run stopped and resumed, on another number of processes, takes the steps of th
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,24 @@ def test_missing_data_and_a_parallel_run_without_torchrun_are_refused(prefix, tm
                              text=True, timeout=300, env=ONE_THREAD)
         assert run.returncode == 2 and words in run.stderr and "fix:" in run.stderr, run.stderr
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()[-1]) > 0
+
+
+def test_a_save_removes_what_killed_saves_left_and_keeps_a_live_one(tmp_path):
+    """A killed run's hidden save folder goes at the next save; one whose writer still runs stays."""
+    import torch
+
+    from helpers.training.checkpoints import RUN_FILE, latest_checkpoint, save_checkpoint
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = tmp_path / f".step-0000003.tmp-{dead.pid}"
+    live = tmp_path / f".step-0000004.tmp-{os.getppid()}"
+    for folder in (abandoned, live):
+        folder.mkdir()
+        (folder / "__0_0.distcp").write_bytes(b"half")
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    saved = save_checkpoint(tmp_path, 5, (model, optimizer), {"data": "d", "model": {}})
+    assert not abandoned.exists() and live.exists()
+    assert latest_checkpoint(tmp_path) == saved and (saved / RUN_FILE).exists()
+    assert json.loads((saved / RUN_FILE).read_text())["rng_states"] == ["rng"]  # no CUDA here

@@ -2,10 +2,11 @@
 
 A checkpoint is a folder `step-0000040` holding the model and optimizer (through
 `torch.distributed.checkpoint`: each rank writes its shards under FSDP2, one copy of what DDP replicates),
-the RNG state, and `run.json`: the step reached (the learning-rate schedule is a function of it), the
+the RNG states (the CPU generator's, and on CUDA the device's), and `run.json`: the step reached (the learning-rate schedule is a function of it), the
 loader's state (`TokenBatches.state_dict()`: samples consumed, all ranks together) and what the run must
 match to continue it (the data's fingerprint and the model's shape). It is written under a hidden
-temporary name and renamed when complete, so a killed run leaves nothing that looks like a checkpoint.
+temporary name and renamed when complete, so a killed run leaves nothing that looks like a checkpoint; the
+next save removes what it left.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import torch
 import torch.distributed as dist
 
 from ..common.errors import UserError
-from ..common.files import temporary_name, write_text_atomically
+from ..common.files import process_alive, temporary_name, temporary_pid, write_text_atomically
 from .distributed import barrier, group_running
 
 RUN_FILE = "run.json"
 FOLDER = re.compile(r"step-(\d{7})")
+TEMPORARY_FOLDER = re.compile(r"\.step-\d{7}\.tmp-\d+")
 SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "num_key_value_heads")
 
@@ -41,6 +43,27 @@ def latest_checkpoint(folder: str | os.PathLike) -> Path | None:
     found = [(int(match[1]), path) for path in Path(folder).glob("step-*")
              if (match := FOLDER.fullmatch(path.name)) and (path / RUN_FILE).exists()]
     return max(found)[1] if found else None
+
+
+def remove_abandoned_saves(folder: str | os.PathLike) -> list[Path]:
+    """Remove the hidden `.step-NNNNNNN.tmp-PID` folders of `folder` whose writer (rank 0 of the run that
+    saved them) is no longer running on this machine: saves a killed run left half-written. They never
+    looked like checkpoints; this gives their space back. A save in progress stays."""
+    removed = []
+    for path in Path(folder).glob(".step-*.tmp-*"):
+        pid = temporary_pid(path.name)
+        if TEMPORARY_FOLDER.fullmatch(path.name) and pid is not None and not process_alive(pid) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def rng_states(device_rng: bool) -> dict[str, torch.Tensor]:
+    """The random states a run draws from: the CPU generator's, and the current CUDA device's where asked."""
+    states = {"rng": torch.get_rng_state()}
+    if device_rng:
+        states["cuda_rng"] = torch.cuda.get_rng_state()
+    return states
 
 
 def _shared_name(final: Path) -> Path:
@@ -67,14 +90,17 @@ def save_checkpoint(folder: str | os.PathLike, step: int, trained: tuple, run: d
 
     final = Path(folder) / f"step-{step:07d}"
     final.parent.mkdir(parents=True, exist_ok=True)
+    if not group_running() or dist.get_rank() == 0:
+        remove_abandoned_saves(final.parent)
     temporary = _shared_name(final)
     model_state, optimizer_state = get_state_dict(*trained)
+    random_states = rng_states(torch.cuda.is_available() and torch.cuda.is_initialized())
     with _one_process_is_fine():
-        dcp.save({"model": model_state, "optimizer": optimizer_state, "rng": torch.get_rng_state()},
-                 checkpoint_id=str(temporary))
+        dcp.save({"model": model_state, "optimizer": optimizer_state, **random_states}, checkpoint_id=str(temporary))
     barrier()
     if not group_running() or dist.get_rank() == 0:
-        write_text_atomically(temporary / RUN_FILE, json.dumps({"step": step, **run}, indent=2) + "\n")
+        run = {"step": step, **run, "rng_states": sorted(random_states)}
+        write_text_atomically(temporary / RUN_FILE, json.dumps(run, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)
         os.replace(temporary, final)
     barrier()
@@ -94,9 +120,13 @@ def load_checkpoint(path: Path, model, optimizer, identity: dict) -> dict:
             raise UserError(f"{path}: a checkpoint of other {what} ({run.get(what)}, this run's {identity[what]}); "
                             f"fix: {fix}, or start without resuming")
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optimizer": optimizer_state, "rng": torch.get_rng_state()}
+    # a CUDA run's device state is restored on CUDA; a CPU checkpoint resumed on CUDA keeps the device's own
+    with_device_rng = "cuda_rng" in run.get("rng_states", []) and torch.cuda.is_available()
+    state = {"model": model_state, "optimizer": optimizer_state, **rng_states(with_device_rng)}
     with _one_process_is_fine():
         dcp.load(state, checkpoint_id=str(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     torch.set_rng_state(state["rng"])
+    if with_device_rng:
+        torch.cuda.set_rng_state(state["cuda_rng"])
     return run
