@@ -2,11 +2,11 @@
 
 A checkpoint is a folder `step-0000040` holding the model and optimizer (through
 `torch.distributed.checkpoint`: each rank writes its shards under FSDP2, one copy of what DDP replicates),
-the RNG states (the CPU generator's, and on CUDA the device's), and `run.json`: the step reached (the learning-rate schedule is a function of it), the
-loader's state (`TokenBatches.state_dict()`: samples consumed, all ranks together) and what the run must
-match to continue it (the data's fingerprint and the model's shape). It is written under a hidden
-temporary name and renamed when complete, so a killed run leaves nothing that looks like a checkpoint; the
-next save removes what it left.
+the RNG states (the CPU generator's, and on CUDA the device's), and `run.json`: the step reached (the
+learning-rate schedule is a function of it), the loader's state (`TokenBatches.state_dict()`: samples
+consumed, all ranks together) and what the run must match to continue it (the data's fingerprint and the
+model's shape). It is written under a hidden temporary name and renamed when complete, so a killed run
+leaves nothing that looks like a checkpoint; the next save removes what it left.
 """
 
 from __future__ import annotations
