@@ -25,7 +25,16 @@ import yaml
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
 from .distributed import PARALLEL, join_ranks, leave_ranks
-from .train import PRESETS, CheckpointPlan, build_model, llama_config, train, train_settings
+from .train import (
+    IMPLEMENTATIONS,
+    PRESETS,
+    CheckpointPlan,
+    build_model,
+    llama_config,
+    preset_implementation,
+    train,
+    train_settings,
+)
 
 
 def assignments(pairs: list[str], flag: str) -> dict:
@@ -65,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", choices=PARALLEL, default="none",
                         help="ddp (replicas) or fsdp (FSDP2 shards) under torchrun; none for one process")
     parser.add_argument("--model", action="append", default=[], metavar="KEY=VALUE", help="model override")
+    parser.add_argument("--implementation", choices=IMPLEMENTATIONS, default=None,
+                        help="transformers' Llama or the plain-PyTorch one (default: the preset's)")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="training override")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--csv", type=Path, default=None, help="the per-step log (rank 0)")
@@ -96,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     vocab_size = model_overrides.pop("vocab_size", None) or getattr(loader.source, "vocab_size", None)
     if vocab_size is None:
         raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
-    model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed)
+    model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed,
+                        implementation=args.implementation or preset_implementation(args.preset))
     checkpoints = None
     if args.checkpoint_dir is not None:
         checkpoints = CheckpointPlan(folder=args.checkpoint_dir, every=args.checkpoint_every, resume=args.resume,

@@ -40,7 +40,7 @@ from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
 
 if TYPE_CHECKING:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig
 
 # The model shape and the training settings of each preset, side by side.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
@@ -52,6 +52,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       compile=False, fused_adamw=False, seed=0, log_every=5),
     },
     "h100": {
+        "implementation": "fast",
         "model": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                       num_attention_heads=12, tie_word_embeddings=False),
         "train": dict(seq_length=1024, batch_size=32, steps=1000, lr=6e-4, min_lr=6e-5, warmup_steps=100,
@@ -60,6 +61,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+IMPLEMENTATIONS = ("transformers", "fast")
 # Model fields an override may set; those a preset leaves out take these defaults
 # (key/value heads = attention heads, i.e. plain multi-head attention; positions = the preset's seq_length).
 MODEL_DEFAULTS: dict[str, Any] = {"num_key_value_heads": None, "max_position_embeddings": None}
@@ -163,13 +165,28 @@ def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
     return settings
 
 
-def build_model(config: LlamaConfig, device: str | torch.device = "cpu", seed: int = 0) -> LlamaForCausalLM:
-    """A randomly initialised `LlamaForCausalLM` on `device`; the same seed gives the same weights."""
+def build_model(config: LlamaConfig, device: str | torch.device = "cpu", seed: int = 0,
+                implementation: str = "transformers") -> torch.nn.Module:
+    """A randomly initialised Llama on `device`; the same seed gives the same weights in either
+    implementation: transformers' `LlamaForCausalLM`, or `"fast"`, the plain-PyTorch `FastLlama`
+    (`helpers.training.llama`) given those same weights."""
     from transformers import LlamaForCausalLM
 
+    if implementation not in IMPLEMENTATIONS:
+        raise UserError(f"model implementation {implementation!r}; fix: use one of {', '.join(IMPLEMENTATIONS)}")
     torch.manual_seed(seed)
     with torch.device(device):
-        return LlamaForCausalLM(config)
+        model = LlamaForCausalLM(config)
+    if implementation == "fast":
+        from .llama import from_transformers
+
+        model = from_transformers(model)
+    return model
+
+
+def preset_implementation(preset: str) -> str:
+    """The model implementation a preset trains with (`fast` where speed is the point)."""
+    return preset_entry(preset).get("implementation", "transformers")
 
 
 # ---- FLOPs and MFU ----------------------------------------------------------------------------------
@@ -195,6 +212,14 @@ def flops_per_token(config, seq_length: int) -> int:
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     attention = 12 * config.num_hidden_layers * heads * head_dim * seq_length
     return 6 * matmul_parameters(config) + attention
+
+
+def flops_per_token_llmc(model: torch.nn.Module, seq_length: int) -> int:
+    """Training FLOPs per token as llm.c counts them: 6 · every parameter (the input embedding and norms
+    included) + 6·L·C·T for attention (half of PaLM's term). Printed beside PaLM's count for comparison."""
+    config = model.config
+    parameters = sum(p.numel() for p in model.parameters())
+    return 6 * parameters + 6 * config.num_hidden_layers * config.hidden_size * seq_length
 
 
 def peak_flops_of(device_name: str) -> float | None:

@@ -1,0 +1,121 @@
+"""The plain-PyTorch Llama computes what transformers' `LlamaForCausalLM` computes from the same weights
+(logits and gradients, in float64), calls attention the fast way (SDPA with `is_causal=True`, no mask) for
+plain rows, and keeps packed rows within their documents exactly, without a dense mask."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers.training.llama import FastLlama, from_transformers
+from helpers.training.train import build_model, llama_config
+
+SHAPE = dict(vocab_size=97, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+             max_position_embeddings=32)
+# transformers' RMSNorm rounds through float32 even in a float64 model; everything else agrees to float64
+NORM_IN_FLOAT32 = 1e-5
+
+
+def pair(**overrides):
+    llama = build_model(llama_config("cpu-tiny", **{**SHAPE, **overrides}), seed=3).to(torch.float64)
+    return llama, from_transformers(llama)
+
+
+def batch(rows=3, length=32, vocab=97, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, vocab, (rows, length + 1), generator=generator)
+    return ids[:, :-1], ids[:, 1:]
+
+
+@pytest.mark.parametrize("kv_heads", [6, 2], ids=["multi-head", "grouped-query"])
+def test_same_logits_and_gradients_as_transformers(kv_heads):
+    llama, fast = pair(num_key_value_heads=kv_heads)
+    inputs, labels = batch()
+    positions = torch.arange(inputs.shape[1]).expand_as(inputs)
+    theirs = llama(input_ids=inputs, position_ids=positions).logits
+    ours = fast(input_ids=inputs, position_ids=positions).logits
+    assert ours.dtype == torch.float64 and torch.allclose(ours, theirs, rtol=0, atol=NORM_IN_FLOAT32)
+    F.cross_entropy(theirs.flatten(0, 1), labels.flatten()).backward()
+    F.cross_entropy(ours.flatten(0, 1), labels.flatten()).backward()
+    layer, fast_layer = llama.model.layers[0], fast.model.layers[0]
+    fused = torch.cat((layer.self_attn.q_proj.weight.grad, layer.self_attn.k_proj.weight.grad,
+                       layer.self_attn.v_proj.weight.grad))
+    assert torch.allclose(fast_layer.self_attn.qkv_proj.weight.grad, fused, atol=NORM_IN_FLOAT32)
+    gate_up = torch.cat((layer.mlp.gate_proj.weight.grad, layer.mlp.up_proj.weight.grad))
+    assert torch.allclose(fast_layer.mlp.gate_up_proj.weight.grad, gate_up, atol=NORM_IN_FLOAT32)
+    assert torch.allclose(fast.model.embed_tokens.weight.grad, llama.model.embed_tokens.weight.grad,
+                          atol=NORM_IN_FLOAT32)
+
+
+def test_positions_default_to_a_plain_row_and_restarted_positions_are_honoured():
+    _, fast = pair()
+    inputs, _ = batch(rows=2)
+    plain = torch.arange(32).expand_as(inputs)
+    with torch.no_grad():
+        default = fast(input_ids=inputs).logits
+        assert torch.equal(default, fast(input_ids=inputs, position_ids=plain).logits)
+        restarts = torch.cat((torch.arange(12), torch.arange(20))).expand_as(inputs)
+        restarted = fast(input_ids=inputs, position_ids=restarts).logits
+    assert torch.equal(restarted[:, :12], default[:, :12])  # same positions so far, causal: the same
+    assert not torch.allclose(restarted[:, 12:], default[:, 12:])  # then the rotary angles differ
+
+
+def attention_calls(model, **inputs) -> list[tuple]:
+    """(mask shape or None, is_causal) of every SDPA call one forward makes."""
+    calls, original = [], F.scaled_dot_product_attention
+
+    def spy(*args, attn_mask=None, is_causal=False, **kwargs):
+        calls.append((None if attn_mask is None else tuple(attn_mask.shape), is_causal))
+        return original(*args, attn_mask=attn_mask, is_causal=is_causal, **kwargs)
+
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
+    return calls
+
+
+def test_plain_rows_call_causal_sdpa_without_a_mask():
+    _, fast = pair()
+    inputs, _ = batch()
+    for positions in (None, torch.arange(32).expand_as(inputs)):
+        calls = attention_calls(fast, input_ids=inputs, position_ids=positions)
+        assert calls == [(None, True)] * SHAPE["num_hidden_layers"]
+
+
+def test_packed_rows_attend_within_their_documents_exactly():
+    _, fast = pair()
+    inputs, _ = batch(rows=2)
+    documents = torch.zeros_like(inputs)
+    documents[0, 10:] = 1
+    documents[0, 25:] = 2
+    documents[1, 16:] = 1
+    positions = torch.stack([torch.cat([torch.arange((row == d).sum()) for d in row.unique()]) for row in documents])
+    assert attention_calls(fast, input_ids=inputs, position_ids=positions, document_ids=documents) == []  # no SDPA
+    with torch.no_grad():  # FlexAttention has no backward on CPU; on CUDA it trains (compiled)
+        packed = fast(input_ids=inputs, position_ids=positions, document_ids=documents).logits
+        for row in range(2):  # each document alone, as its own row, gives the same logits
+            for document in documents[row].unique():
+                span = documents[row] == document
+                alone = fast(input_ids=inputs[row, span][None]).logits[0]
+                assert torch.allclose(packed[row, span], alone, atol=1e-10)
+
+
+def test_either_implementation_trains_the_same_steps_and_the_h100_preset_takes_the_fast_one():
+    from helpers.loading.loader import make_dataloader
+    from helpers.training.train import preset_implementation, train, train_settings
+
+    assert preset_implementation("h100") == "fast" and preset_implementation("cpu-tiny") == "transformers"
+    settings = train_settings("cpu-tiny", steps=4, batch_size=2, seq_length=32, dtype="float64", eval_every=0,
+                              warmup_steps=1)
+    curves = {}
+    for implementation in ("transformers", "fast"):
+        batches = make_dataloader(source="synthetic", vocab_size=97, seq_length=32, batch_size=2, num_samples=8,
+                                  seed=0)
+        model = build_model(llama_config("cpu-tiny", **SHAPE), seed=3, implementation=implementation)
+        assert isinstance(model, FastLlama) == (implementation == "fast")
+        curves[implementation] = [row["loss"] for row in train(model, batches, settings, progress=False).log]
+    assert curves["fast"] == pytest.approx(curves["transformers"], abs=NORM_IN_FLOAT32)
