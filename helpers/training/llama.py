@@ -69,7 +69,8 @@ def document_block_mask(document_ids: torch.Tensor, heads: int):
         return (document_ids[b, q] == document_ids[b, k]) & (q >= k)
 
     rows, length = document_ids.shape
-    return create_block_mask(same_document_causal, rows, None, length, length, device=document_ids.device)
+    return create_block_mask(same_document_causal, B=rows, H=None, Q_LEN=length, KV_LEN=length,
+                             device=document_ids.device)
 
 
 class Attention(nn.Module):
