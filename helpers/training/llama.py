@@ -61,7 +61,7 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos.to(x.dtype) + torch.cat((-second, first), dim=-1) * sin.to(x.dtype)
 
 
-def document_block_mask(document_ids: torch.Tensor, heads: int):
+def document_block_mask(document_ids: torch.Tensor):
     """FlexAttention's block mask for packed rows: a query attends to keys before it in its own document."""
     from torch.nn.attention.flex_attention import create_block_mask
 
@@ -170,9 +170,7 @@ class FastLlama(nn.Module):
             position_ids = torch.arange(length, device=input_ids.device).expand_as(input_ids)
         x = self.model.embed_tokens(input_ids)
         cos, sin = self.rotary_cos[position_ids].unsqueeze(1), self.rotary_sin[position_ids].unsqueeze(1)
-        block_mask = None
-        if document_ids is not None:
-            block_mask = document_block_mask(document_ids, self.config.num_attention_heads)
+        block_mask = None if document_ids is None else document_block_mask(document_ids)
         for layer in self.model.layers:
             x = layer(x, cos, sin, block_mask)
         return CausalLMOutput(self.lm_head(self.model.norm(x)))
