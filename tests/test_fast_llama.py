@@ -119,3 +119,20 @@ def test_either_implementation_trains_the_same_steps_and_the_h100_preset_takes_t
         assert isinstance(model, FastLlama) == (implementation == "fast")
         curves[implementation] = [row["loss"] for row in train(model, batches, settings, progress=False).log]
     assert curves["fast"] == pytest.approx(curves["transformers"], abs=NORM_IN_FLOAT32)
+
+
+def test_the_loop_hands_document_ids_only_to_a_model_that_masks_packed_rows_itself():
+    from helpers.common.errors import UserError
+    from helpers.training.train import packed_rows, to_device
+
+    inputs, labels = batch(rows=2, length=8)
+    plain = {"input_ids": inputs, "labels": labels, "position_ids": torch.arange(8).expand(2, 8),
+             "document_ids": torch.zeros(2, 8, dtype=torch.long)}
+    packed = {**plain, "position_ids": torch.tensor([0, 1, 2, 0, 1, 2, 3, 4]).expand(2, 8),
+              "document_ids": torch.tensor([0, 0, 0, 1, 1, 1, 1, 1]).expand(2, 8)}
+    assert not packed_rows(plain["position_ids"]) and packed_rows(packed["position_ids"])
+    llama, fast = pair()
+    cpu = torch.device("cpu")
+    assert "document_ids" not in to_device(plain, cpu, fast) and "document_ids" not in to_device(packed, cpu, llama)
+    with pytest.raises(UserError, match="CUDA only"):  # FlexAttention has no backward on CPU: said, not crashed
+        to_device(packed, cpu, fast)

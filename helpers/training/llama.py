@@ -144,6 +144,8 @@ class FastLlama(nn.Module):
     `document_ids` is None; otherwise each token attends only within its document (packed rows).
     """
 
+    takes_document_ids = True  # the training loop hands it `document_ids` where rows are packed
+
     def __init__(self, config):
         super().__init__()
         if config.tie_word_embeddings:

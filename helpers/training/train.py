@@ -291,7 +291,9 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
 def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out; in
     float32 at least (half-precision logits are upcast, float64 ones kept)."""
-    logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False).logits
+    documents = {"document_ids": batch["document_ids"]} if "document_ids" in batch and takes_document_ids(model) else {}
+    logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False,
+                   **documents).logits
     if logits.dtype in (torch.bfloat16, torch.float16):
         logits = logits.float()
     return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
@@ -333,14 +335,31 @@ def wall_clock(device: torch.device) -> float:
     return time.perf_counter()
 
 
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """The tensors the loss needs, on `device`; a batch without them is a UserError."""
+def to_device(batch: dict[str, torch.Tensor], device: torch.device, model=None) -> dict[str, torch.Tensor]:
+    """The tensors the loss needs, on `device`; a batch without them is a UserError. A model that masks
+    documents itself (`FastLlama`) also gets `document_ids` where the rows are packed."""
     needed = ("input_ids", "labels", "position_ids")
     missing = [k for k in needed if k not in batch]
     if missing:
         raise UserError(f"a batch has no {', '.join(missing)} (keys: {', '.join(batch)}); "
                         "fix: yield dicts in the layout of helpers.datasets.layout")
+    if "document_ids" in batch and takes_document_ids(model) and packed_rows(batch["position_ids"]):
+        if device.type != "cuda":
+            raise UserError("packed rows train with the fast Llama on CUDA only (FlexAttention has no backward "
+                            "on CPU); fix: implementation='transformers' (--implementation transformers)")
+        needed += ("document_ids",)
     return {k: batch[k].to(device, non_blocking=True) for k in needed}
+
+
+def takes_document_ids(model) -> bool:
+    """Whether `model` (or the model inside a DDP wrapper) masks documents from `document_ids` itself."""
+    return getattr(getattr(model, "module", model), "takes_document_ids", False)
+
+
+def packed_rows(position_ids: torch.Tensor) -> bool:
+    """Whether positions restart inside a row (documents packed side by side), read on the loader's CPU
+    tensors: no wait for the device."""
+    return bool((position_ids[:, 1:] != position_ids[:, :-1] + 1).any())
 
 
 def check_held_out(eval_batches) -> None:
@@ -362,7 +381,7 @@ def evaluate(model: torch.nn.Module, eval_batches, settings: TrainSettings, devi
     total, count = 0.0, 0
     try:
         for batch in islice(held_out_batches(eval_batches), settings.eval_batches):
-            batch = to_device(batch, device)
+            batch = to_device(batch, device, model)
             with autocast_context(settings, device):
                 total += next_token_loss(model, batch, reduction="sum").to(torch.float64)
             count += (batch["labels"] != IGNORE_INDEX).sum()
@@ -508,7 +527,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
         if batch is None:
             warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
             break
-        batch = to_device(batch, device)
+        batch = to_device(batch, device, model)
         loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
         step_s = wall_clock(device) - start
         tokens = batch["input_ids"].numel() * ranks.world_size
