@@ -14,6 +14,7 @@ import torch
 from helpers.common.errors import UserError
 from helpers.datasets.layout import from_windows
 from helpers.tokenizers.zoo import load_tokenizer
+from helpers.training.step_log import model_flops_utilisation
 from helpers.training.train import (
     LOG_COLUMNS,
     PRESETS,
@@ -22,7 +23,6 @@ from helpers.training.train import (
     learning_rate,
     llama_config,
     matmul_parameters,
-    model_flops_utilisation,
     peak_flops,
     peak_flops_of,
     train,
@@ -236,3 +236,38 @@ def test_command_line_settings_read_as_numbers_and_are_checked_by_kind():
     for wrong in ({"lr": "fast"}, {"steps": 2.5}, {"steps": True}, {"compile": 1}):
         with pytest.raises(UserError, match=f"{next(iter(wrong))}=.*expected"):
             train_settings(**wrong)
+
+
+def test_the_log_is_read_from_the_device_once_every_log_every_steps(monkeypatch):
+    from helpers.training import step_log
+
+    reads = []
+    original = step_log.PendingSteps.flush
+
+    def counted(self, peak):
+        rows = original(self, peak)
+        reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(step_log.PendingSteps, "flush", counted)
+    config = llama_config("cpu-tiny", vocab_size=258, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                          num_attention_heads=4)
+    settings = train_settings("cpu-tiny", steps=10, batch_size=2, seq_length=16, log_every=4, eval_every=0)
+    result = train(build_model(config, seed=0), random_batches(258, 2, 16), settings, progress=False)
+    assert [n for n in reads if n] == [4, 4, 2]  # steps 0-3, 4-7, then the last two at the end
+    assert [row["step"] for row in result.log] == list(range(10))
+    assert all(row["step_s"] >= row["data_wait_s"] >= 0 and math.isfinite(row["loss"]) for row in result.log)
+
+
+def test_pending_steps_complete_their_rows_in_one_read():
+    from helpers.training.step_log import PendingSteps, StepClock
+
+    pending = PendingSteps(StepClock(torch.device("cpu")))
+    pending.clock.mark()
+    for step in range(3):
+        pending.add({"step": step, "lr": 0.1, "tokens": 64, "data_wait_s": 0.0, "flops_per_token": 10},
+                    torch.tensor(2.0 + step), torch.tensor(0.5))
+    rows = pending.flush(peak=1e9)
+    assert [row["loss"] for row in rows] == [2.0, 3.0, 4.0] and all(row["grad_norm"] == 0.5 for row in rows)
+    assert all(row["step_s"] > 0 and row["mfu"] == pytest.approx(10 * row["tokens_per_s"] / 1e9) for row in rows)
+    assert pending.flush(peak=None) == [] and len(pending.clock.marks) == 1

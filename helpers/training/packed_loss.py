@@ -42,7 +42,8 @@ def compare_packed_and_separate(model, documents: dict[int, np.ndarray], capacit
     plan = _one_row(ordered, capacity)
     batch = packed_batch(plan, [0], ordered, sdpa_mask=True)
     packed, packed_grads = loss_and_gradients(model, batch["input_ids"], batch["labels"],
-                                              attention_mask=batch["attention_mask"], position_ids=batch["position_ids"])
+                                              attention_mask=batch["attention_mask"],
+                                              position_ids=batch["position_ids"])
     separate, grads = torch.zeros((), dtype=torch.float64), None
     for document in ordered:
         ids = torch.as_tensor(document).unsqueeze(0)

@@ -38,6 +38,7 @@ from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
 from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
+from .step_log import PendingSteps, StepClock
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig
@@ -238,11 +239,6 @@ def peak_flops(device: str | torch.device) -> float | None:
     return peak_flops_of(torch.cuda.get_device_name(device))
 
 
-def model_flops_utilisation(flops_per_token_: float, tokens_per_s: float, peak: float | None) -> float | None:
-    """Achieved model FLOP/s as a fraction of the peak; None when the peak is unknown."""
-    return None if peak is None else flops_per_token_ * tokens_per_s / peak
-
-
 # ---- the loop ---------------------------------------------------------------------------------------
 
 
@@ -326,13 +322,6 @@ def warn_about_cuda_only_settings(settings: TrainSettings, device: torch.device)
                                         ("fused AdamW", settings.fused_adamw)) if asked]
     if ignored:
         warnings.warn(f"{', '.join(ignored)}: CUDA only; not used on {device.type} (float32, eager)", stacklevel=3)
-
-
-def wall_clock(device: torch.device) -> float:
-    """Seconds, after the device has finished its queued work (CUDA runs asynchronously)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device, model=None) -> dict[str, torch.Tensor]:
@@ -484,9 +473,11 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
           micro_batch_size: int | None = None, checkpoints: CheckpointPlan | None = None) -> TrainResult:
     """Train `model` for `settings.steps` steps on `batches`; per-step log, held-out loss, throughput, MFU.
 
-    Each step is timed from asking the iterator for a batch to the end of the optimizer step (the
-    device synchronised), so `data_wait_s` is the part of `step_s` the loader cost. Evaluation is
-    timed apart. An iterator that runs dry before `settings.steps` ends the run early, with a warning.
+    Each step is timed from the end of the one before (asking the iterator for a batch included) to the end
+    of its optimizer step, by CUDA events on a GPU, read with the loss and gradient norm once every
+    `settings.log_every` steps (see `helpers.training.step_log`: no wait for the device at every step).
+    `data_wait_s` is the time the host blocked on the loader. Evaluation and checkpoints are timed apart.
+    An iterator that runs dry before `settings.steps` ends the run early, with a warning.
 
     Under `torchrun` every process calls this with its rank's `batches` (`make_dataloader(rank=,
     world_size=)`): `parallel` is "ddp" or "fsdp" (see `helpers.training.distributed`); `micro_batch_size`
@@ -517,33 +508,37 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
         last_step = min(last_step, checkpoints.until_step)
     batch_iterator = iter(batches)
     log: list[dict[str, Any]] = []
+    pending = PendingSteps(StepClock(device))
+    pending.clock.mark()
     bar = progress_bar(total=last_step - first_step, desc="training", unit="step",
                        disable=not progress or not ranks.main)
     for step in range(first_step, last_step):
         lr = learning_rate(step, settings)
-        start = wall_clock(device)
+        asked = time.perf_counter()
         batch = next(batch_iterator, None)
-        data_wait_s = time.perf_counter() - start
+        data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
         if batch is None:
             warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
             break
         batch = to_device(batch, device, model)
         loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
-        step_s = wall_clock(device) - start
         tokens = batch["input_ids"].numel() * ranks.world_size
-        flops = flops_per_token(config, batch["input_ids"].shape[1])
-        row = {"step": step, "loss": float(loss), "lr": lr, "grad_norm": float(grad_norm), "tokens": tokens,
-               "step_s": step_s, "data_wait_s": data_wait_s, "tokens_per_s": tokens / step_s,
-               "mfu": model_flops_utilisation(flops, tokens / step_s, peak)}
-        if eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1):
-            row["eval_loss"] = evaluate(model, eval_batches, settings, device)
-        log.append(row)
-        if checkpoints is not None and checkpoints.due(step + 1, last_step):
-            save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
-                            {"loader": batches.state_dict(), **run_identity(config, batches)})
+        pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
+                     "flops_per_token": flops_per_token(config, batch["input_ids"].shape[1])}, loss, grad_norm)
+        evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1)
+        checkpoint_now = checkpoints is not None and checkpoints.due(step + 1, last_step)
         bar.update(1)
-        if step % settings.log_every == 0 or step == settings.steps - 1 or "eval_loss" in row:
-            bar.set_postfix(progress_postfix(row), refresh=False)
+        if evaluate_now or checkpoint_now or (step + 1) % settings.log_every == 0 or step == last_step - 1:
+            log += pending.flush(peak)  # one wait for the device per log_every steps
+            if evaluate_now:
+                log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device)
+            if checkpoint_now:
+                save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
+                                {"loader": batches.state_dict(), **run_identity(config, batches)})
+            if evaluate_now or checkpoint_now:
+                pending.clock.restart()  # evaluation and saving are no step's time
+            bar.set_postfix(progress_postfix(log[-1]), refresh=False)
+    log += pending.flush(peak)
     bar.close()
     if not log:
         raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
