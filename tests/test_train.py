@@ -271,3 +271,23 @@ def test_pending_steps_complete_their_rows_in_one_read():
     assert [row["loss"] for row in rows] == [2.0, 3.0, 4.0] and all(row["grad_norm"] == 0.5 for row in rows)
     assert all(row["step_s"] > 0 and row["mfu"] == pytest.approx(10 * row["tokens_per_s"] / 1e9) for row in rows)
     assert pending.flush(peak=None) == [] and len(pending.clock.marks) == 1
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device")])])
+def test_staged_batches_arrive_in_order_and_whole(device):
+    from helpers.training.staging import staged_batches
+
+    host = [next(random_batches(97, 2, 8, seed=seed)) for seed in range(4)]
+    if device == "cuda":
+        host = [{key: value.pin_memory() for key, value in batch.items()} for batch in host]
+    prepared = []
+
+    def prepare(batch):
+        prepared.append(batch["input_ids"])
+        return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+
+    staged = list(staged_batches(iter(host), torch.device(device), prepare))
+    assert len(staged) == 4 and len(prepared) == 4
+    for ours, theirs in zip(staged, host):
+        assert all(torch.equal(ours[key].cpu(), theirs[key]) for key in theirs)

@@ -38,6 +38,7 @@ from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
 from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
+from .staging import staged_batches
 from .step_log import PendingSteps, StepClock
 
 if TYPE_CHECKING:
@@ -506,7 +507,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     first_step, last_step = resume_point(checkpoints, (model, optimizer), batches, config), settings.steps
     if checkpoints is not None and checkpoints.until_step is not None:
         last_step = min(last_step, checkpoints.until_step)
-    batch_iterator = iter(batches)
+    batch_iterator = staged_batches(iter(batches), device, lambda batch: to_device(batch, device, model))
     log: list[dict[str, Any]] = []
     pending = PendingSteps(StepClock(device))
     pending.clock.mark()
@@ -515,12 +516,11 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     for step in range(first_step, last_step):
         lr = learning_rate(step, settings)
         asked = time.perf_counter()
-        batch = next(batch_iterator, None)
+        batch = next(batch_iterator, None)  # on a GPU, already copied there while the last step ran
         data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
         if batch is None:
             warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
             break
-        batch = to_device(batch, device, model)
         loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
         tokens = batch["input_ids"].numel() * ranks.world_size
         pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
