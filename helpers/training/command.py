@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="transformers' Llama or the plain-PyTorch one (default: the preset's)")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="training override")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--num-workers", type=int, default=None,
+                        help="loader worker processes per rank (default: 4 on a GPU, none on a CPU)")
     parser.add_argument("--csv", type=Path, default=None, help="the per-step log (rank 0)")
     parser.add_argument("--checkpoint-dir", type=Path, default=None, help="save the whole run here (resumable)")
     parser.add_argument("--checkpoint-every", type=int, default=0, help="steps between checkpoints (0: at the end)")
@@ -98,11 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     if settings.batch_size % ranks.world_size:
         raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
                         "processes; fix: give a multiple of --nproc-per-node")
+    workers = args.num_workers if args.num_workers is not None else (4 if args.device.startswith("cuda") else 0)
     loader = make_dataloader(None if args.synthetic else args.data_path, split=args.split,
                              seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
                              seed=settings.seed, num_samples=settings.steps * settings.batch_size, rank=ranks.rank,
                              world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
-                             vocab_size=args.vocab_size, cache_dir=None)
+                             vocab_size=args.vocab_size, cache_dir=None, num_workers=workers)
     model_overrides = {"max_position_embeddings": settings.seq_length, **assignments(args.model, "--model")}
     vocab_size = model_overrides.pop("vocab_size", None) or getattr(loader.source, "vocab_size", None)
     if vocab_size is None:
