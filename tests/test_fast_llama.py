@@ -136,3 +136,16 @@ def test_the_loop_hands_document_ids_only_to_a_model_that_masks_packed_rows_itse
     assert "document_ids" not in to_device(plain, cpu, fast) and "document_ids" not in to_device(packed, cpu, llama)
     with pytest.raises(UserError, match="CUDA only"):  # FlexAttention has no backward on CPU: said, not crashed
         to_device(packed, cpu, fast)
+
+
+def test_under_autocast_the_residual_stream_is_bf16_and_the_logits_close():
+    llama, fast = pair()
+    fast, llama = fast.float(), llama.float()
+    seen = []
+    fast.model.layers[1].register_forward_pre_hook(lambda module, args: seen.append(args[0].dtype))
+    inputs, _ = batch()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = fast(input_ids=inputs).logits.float()
+        theirs = llama(input_ids=inputs).logits.float()
+    assert seen == [torch.bfloat16]
+    assert (ours - theirs).abs().max() < 0.05 * theirs.abs().max()  # bf16 rounding, not another function

@@ -171,6 +171,8 @@ class FastLlama(nn.Module):
         if position_ids is None:
             position_ids = torch.arange(length, device=input_ids.device).expand_as(input_ids)
         x = self.model.embed_tokens(input_ids)
+        if torch.is_autocast_enabled(x.device.type):  # the residual stream in the autocast dtype (bf16)
+            x = x.to(torch.get_autocast_dtype(x.device.type))
         cos, sin = self.rotary_cos[position_ids].unsqueeze(1), self.rotary_sin[position_ids].unsqueeze(1)
         block_mask = None if document_ids is None else document_block_mask(document_ids)
         for layer in self.model.layers:
