@@ -149,3 +149,14 @@ def test_under_autocast_the_residual_stream_is_bf16_and_the_logits_close():
         theirs = llama(input_ids=inputs).logits.float()
     assert seen == [torch.bfloat16]
     assert (ours - theirs).abs().max() < 0.05 * theirs.abs().max()  # bf16 rounding, not another function
+
+
+@pytest.mark.parametrize("implementation", ["fast", "transformers"])
+def test_the_loss_traces_as_one_graph_so_it_compiles_with_fullgraph(implementation):
+    from helpers.training.train import next_token_loss
+
+    model = build_model(llama_config("cpu-tiny", **SHAPE), implementation=implementation)
+    inputs, labels = batch(rows=2)
+    plain = {"input_ids": inputs, "labels": labels, "position_ids": torch.arange(32).expand_as(inputs)}
+    explained = torch._dynamo.explain(lambda b: next_token_loss(model, b, reduction="sum"))(plain)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons

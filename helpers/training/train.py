@@ -287,7 +287,8 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
 
 def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out; in
-    float32 at least (half-precision logits are upcast, float64 ones kept)."""
+    float32 at least (half-precision logits are upcast, float64 ones kept). A model that masks documents
+    itself gets the batch's `document_ids` when it carries them (`to_device` keeps them for packed rows only)."""
     documents = {"document_ids": batch["document_ids"]} if "document_ids" in batch and takes_document_ids(model) else {}
     logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False,
                    **documents).logits
@@ -303,7 +304,7 @@ def loss_function(model: torch.nn.Module, settings: TrainSettings, device: torch
         return next_token_loss(model, batch, reduction="sum")
 
     if settings.compile and device.type == "cuda":
-        return torch.compile(loss_of)
+        return torch.compile(loss_of, fullgraph=True)  # one graph: a break would fail loudly, not slow down
     return loss_of
 
 
