@@ -79,11 +79,12 @@ def attention_calls(model, **inputs) -> list[tuple]:
 
 
 def test_plain_rows_call_causal_sdpa_without_a_mask():
-    _, fast = pair()
+    llama, fast = pair()
     inputs, _ = batch()
     for positions in (None, torch.arange(32).expand_as(inputs)):
-        calls = attention_calls(fast, input_ids=inputs, position_ids=positions)
-        assert calls == [(None, True)] * SHAPE["num_hidden_layers"]
+        for model in (fast, llama):  # transformers' too, eager, with the installed version
+            calls = attention_calls(model, input_ids=inputs, position_ids=positions)
+            assert calls == [(None, True)] * SHAPE["num_hidden_layers"], (type(model).__name__, calls)
 
 
 def test_packed_rows_attend_within_their_documents_exactly():
