@@ -276,3 +276,39 @@ def test_transformers_trainer_takes_the_samples(prefixes, tmp_path):
     # Trainer's first step learned from the same batch with the same loss: `shift_labels` reached the model
     # (with the default remove_unused_columns=True it drops them and the labels are shifted twice)
     assert math.isclose(trainer.state.log_history[0]["loss"], float(ours), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["megatron", "packed", "npy", "shards", "synthetic"])
+def test_every_source_resumes_with_the_next_batches_and_another_global_batch(prefixes, tmp_path, kind):
+    """A state taken after 3 steps of 4 resumes at sample 12: with batches of 4 the next batches are the
+    reference's, with batches of 6 the first one holds samples 12 to 17, and batches of 5 are refused (12
+    samples consumed is no whole number of steps of 5: resuming would replay or skip samples)."""
+    paths = {"megatron": _blend(prefixes), "packed": _blend(prefixes),
+             "npy": str(indexed_to_npy(prefixes["literature"], tmp_path / "lit.npy", eod_id=EOD)),
+             "shards": str(indexed_to_shards(prefixes["literature"], tmp_path / "shards", tokens_per_shard=3_000,
+                                             eod_id=EOD)),
+             "synthetic": None}
+    arguments = dict(data_path=paths[kind], split="90,10,0" if kind in ("megatron", "packed") else "100,0,0",
+                     seq_length=32, num_samples=96, seed=5, cache_dir=tmp_path / "cache",
+                     packing="best_fit_decreasing" if kind == "packed" else None,
+                     source="synthetic" if kind == "synthetic" else "real",
+                     vocab_size=300 if kind == "synthetic" else None)
+    if kind in ("npy", "shards"):
+        arguments.pop("num_samples")
+    reference = list(make_dataloader(batch_size=4, **arguments))
+    first = make_dataloader(batch_size=4, **arguments)
+    for _ in zip(range(3), first):
+        pass
+    state = first.state_dict()
+    assert state["samples_consumed"] == 12
+    same = make_dataloader(batch_size=4, **arguments)
+    same.load_state_dict(state)
+    assert all(_equal(a, b) for a, b in zip(same, reference[3:])) and same.step == len(reference)
+    wider = make_dataloader(batch_size=6, **arguments)
+    wider.load_state_dict(state)
+    resumed = next(iter(wider))
+    expected = {k: torch.cat([reference[3][k], reference[4][k][:2]]) for k in BATCH_KEYS}
+    assert _equal(resumed, expected), "the first batch after resuming holds samples 12..17"
+    odd = make_dataloader(batch_size=5, **arguments)
+    with pytest.raises(UserError, match="whole number of steps"):
+        odd.load_state_dict(state)
