@@ -171,3 +171,33 @@ def test_bad_packing_parameters_are_one_clear_line(arguments, named):
         with pytest.raises(UserError, match=named):
             stream_pack(iter([5, 20, 7]), arguments["capacity"], arguments.get("buffer_rows", 8),
                         arguments.get("overlong", "truncate"))
+
+
+def test_next_fit_keeps_a_document_that_exactly_fills_the_row():
+    plan = pack(np.array([6, 4, 5]), 10, "next_fit")
+    assert plan.rows == 2 and [d for d, _, _ in plan.segments_of_row(0)] == [0, 1]
+
+
+def test_streaming_emits_the_fullest_open_row_when_the_buffer_is_full():
+    rows = list(stream_pack(iter([6, 7, 5, 9]), 10, buffer_rows=2))
+    # 6 opens row A, 7 opens row B; 5 fits neither and the buffer is full: B (3 free) goes before A (4 free)
+    assert [[n for _, _, n in r] for r in rows][0] == [7]
+
+
+def test_each_dataset_of_a_packed_blend_is_shuffled_its_own_way(tmp_path, corpus_dir):
+    from helpers.loading.loader import make_dataloader
+    from helpers.preprocess import preprocess
+
+    lines = (corpus_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:20]
+    (tmp_path / "docs.jsonl").write_text("".join(lines), encoding="utf-8")
+    prefix = preprocess(tmp_path / "docs.jsonl", tmp_path / "docs", "bytes", append_eod=True,
+                        progress=False).outputs["text"]
+    loader = make_dataloader(["0.5", prefix, "0.5", prefix], split="100,0,0", seq_length=128, batch_size=1,
+                             num_samples=200, packing="best_fit_decreasing", cache_dir=None)
+    drawn = {0: [], 1: []}
+    for sample, dataset in enumerate(loader.source.dataset_index[:200].tolist()):
+        drawn[dataset].append(loader.batch_at(sample)["input_ids"][0])
+    count = min(len(drawn[0]), len(drawn[1]))
+    assert count > 20
+    same = sum(torch.equal(a, b) for a, b in zip(drawn[0][:count], drawn[1][:count]))
+    assert same < count // 4, "the same data twice in a blend is read in two different orders"
