@@ -230,3 +230,28 @@ def test_fingerprint_reads_a_bounded_sample(tmp_path):
     before = _bytes_read_by_this_process()
     fingerprint(prefix)
     assert _bytes_read_by_this_process() - before < 4 << 20
+
+
+def test_a_rewrite_killed_between_its_two_moves_leaves_no_prefix_that_looks_valid(tmp_path, monkeypatch):
+    """finalize removes the old .idx before the new .bin moves in: a crash between the two moves leaves a
+    .bin without an .idx (refused as missing), never the new .bin beside the old .idx (read as valid)."""
+    from helpers.datasets import indexed
+
+    prefix = tmp_path / "rewritten"
+    write_ours(prefix, [np.arange(5), np.arange(7)], np.int32)
+    moves, really_replace = [], os.replace
+
+    def replace_then_die(source, destination):
+        moves.append(destination)
+        if str(destination).endswith(".idx"):
+            raise KeyboardInterrupt  # killed before the index moved in
+        really_replace(source, destination)
+
+    monkeypatch.setattr(indexed.os, "replace", replace_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        write_ours(prefix, [np.arange(3)] * 4, np.int32)
+    monkeypatch.undo()
+    assert [str(m)[-4:] for m in moves] == [".bin", ".idx"]
+    assert bin_path(prefix).exists() and not idx_path(prefix).exists()
+    with pytest.raises(IndexFormatError, match="no such file"):
+        IndexedDataset(prefix)
