@@ -11,7 +11,6 @@ keeping cell ids, outputs and the file's JSON layout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .common.cli import CommandParser
 from .common.errors import UserError, run_cli
 from .common.files import write_text_atomically
 
@@ -64,7 +64,7 @@ def set_notebook_kernel(path: str | os.PathLike, name: str = KERNEL_NAME,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.kernel", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="python -m helpers.kernel", description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help=".ipynb files to point at the kernel")
     parser.add_argument("--name", default=KERNEL_NAME, help=f"kernel name (default {KERNEL_NAME})")
     parser.add_argument("--keep-widget-state", action="store_true", help="keep metadata.widgets")

@@ -271,7 +271,8 @@ def assert_one_clear_answer(result: subprocess.CompletedProcess, code: int, says
         assert words in text, f"{words!r} not in:\n{text}"
     if code == 2:
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:") or ": error:" in line]
-        assert len(errors) == 1, result.stderr
+        assert len(errors) == 1 and "fix:" in errors[0], result.stderr
+        assert "usage:" not in result.stderr, "one line, not a usage block"
 
 
 def files_under(folder: Path) -> list[str]:

@@ -15,13 +15,13 @@ a sidecar, name it with --tokenizer, or only the structure is checked.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..datasets.indexed import HEADER, MAGIC, IndexedDataset, IndexFormatError, bin_path, idx_path
 from ..datasets.sidecar import read_sidecar, sidecar_path, tokenizer_for
@@ -308,7 +308,7 @@ def _decoded_samples(ds: IndexedDataset, tokenizer, samples: int, report: Report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.check", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m helpers.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", help="dataset prefix, without .bin/.idx")
     parser.add_argument("--tokenizer", help="zoo name or Hugging Face folder (default: the sidecar's; must agree "
                                             "with it): enables vocab, EOD and text checks")

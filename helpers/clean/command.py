@@ -34,7 +34,6 @@ terminated run leaves none.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -42,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
 from ..common.progress import progress_bar
@@ -329,7 +329,7 @@ class _Run:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, nargs="+", type=Path, help="JSONL files (.gz allowed)")
     parser.add_argument("--output-dir", required=True, type=Path,
                         help="writes OUT/<input name>, removed.jsonl, report.json")

@@ -12,7 +12,6 @@ Three domains, one JSONL file each, NeMo-Curator-style records (`text`, `title`,
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..common.paths import CACHE_DIR, RAW_DIR
@@ -302,7 +302,7 @@ def training_and_held_out_texts(path: str | os.PathLike, train_chars: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.corpus", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m helpers.corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(RAW_DIR), help="output directory (default: data/raw)")
     parser.add_argument("--code-mb", type=float, default=CODE_MB_DEFAULT,
                         help="megabytes of standard-library code to take")

@@ -40,13 +40,13 @@ documents EOD cannot mark (see `helpers.datasets.formats`). Differences, all on 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.progress import progress_bar
@@ -143,7 +143,7 @@ class _Progress:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, type=Path, help="JSONL file (.gz allowed)")
     parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import write_text_atomically
 from ..common.headless import HEADLESS_ENV
@@ -430,7 +431,7 @@ def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.runs",
+    parser = CommandParser(prog="python -m helpers.runs",
                                      description="Run notebooks headless with papermill, over a grid of parameters.")
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, help="output folder (executed notebooks, logs, summary, figures)")

@@ -15,7 +15,6 @@ Face tokenizer (and so Megatron's preprocessing) does.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import json
@@ -28,6 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import write_text_atomically
 from ..common.paths import RAW_DIR, TOKENIZER_DIR
@@ -557,7 +557,7 @@ def _load_folder(folder: str) -> ZooTokenizer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.tokenizers", description="The tokenizer zoo.")
+    parser = CommandParser(prog="python -m helpers.tokenizers", description="The tokenizer zoo.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="print the zoo: name, vocab size, kind, Megatron dtype, source")
     export = commands.add_parser("export", help="write a Hugging Face tokenizer folder")

@@ -16,12 +16,12 @@ run would have taken.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
 import yaml
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
 from .distributed import PARALLEL, join_ranks, leave_ranks
@@ -60,7 +60,7 @@ def setting_value(text: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-path", nargs="+",
                         help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
     parser.add_argument("--synthetic", action="store_true", help="random tokens instead of data, asked for by name")

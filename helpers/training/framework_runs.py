@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import xxhash
 
+from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..loading.loader import TokenBatches, make_dataloader
@@ -43,7 +44,7 @@ def refuse_missing_data(data_path, synthetic: bool) -> None:
 
 def example_parser(description: str) -> argparse.ArgumentParser:
     """The flags every framework example takes, with the same meaning in each."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = CommandParser(description=description)
     parser.add_argument("--data-path", nargs="+", help="Megatron prefixes or a weighted blend, a .npy, or shards")
     parser.add_argument("--synthetic", action="store_true", help="random tokens, asked for by name")
     parser.add_argument("--vocab-size", type=int, default=None, help="with --synthetic: the range of the tokens")
