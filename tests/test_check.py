@@ -99,14 +99,17 @@ def test_random_bytes_are_reported_never_crash(tmp_path_factory, idx, data):
 @given(cut_idx=st.integers(0, 400), cut_bin=st.integers(0, 400), flip=st.integers(0, 399), value=st.integers(0, 255))
 def test_truncated_or_flipped_real_files_are_reported(tmp_path_factory, good, cut_idx, cut_bin, flip, value):
     prefix = copy_dataset(good[0], tmp_path_factory.mktemp("cut") / "x")
-    raw = bytearray(idx_path(prefix).read_bytes())
+    original = idx_path(prefix).read_bytes()
+    raw = bytearray(original)
     if flip < len(raw):
         raw[flip] = value
-    idx_path(prefix).write_bytes(bytes(raw[: len(raw) - cut_idx % (len(raw) + 1)]))
+    damaged_idx = bytes(raw[: len(raw) - cut_idx % (len(raw) + 1)])
+    idx_path(prefix).write_bytes(damaged_idx)
     data = bin_path(prefix).read_bytes()
     bin_path(prefix).write_bytes(data[: len(data) - cut_bin])
     report = check_dataset(prefix, "llama3")  # must return, whatever it finds
     assert report.checks
+    assert report.ok == (damaged_idx == original and cut_bin == 0), "damage is found, and only damage"
 
 
 def run_check(argv, capsys):

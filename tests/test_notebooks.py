@@ -83,7 +83,6 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     m = entry["metrics"]
     assert m["documents.docs"] == 12 and m["tokens.literature"] > 1_000
     assert m["speedup_vs_megatron_style"] > 0  # recorded; the speed goal lives in benchmarks/
-    assert m["speedup_vs_megatron_style"] == pytest.approx(m["speedup_from_library"] * m["speedup_from_pipeline"], rel=0.01)
     assert 0 < m["val_token_share"] < 1
     assert m["special_documents_in_corpus"] == 0
     entry = run_notebook(_notebook("03_index_inspection"), tmp_path / "03.ipynb", {"dataset_dir": str(megatron_dir)})
