@@ -149,6 +149,14 @@ def test_labels_name_only_what_differs_between_runs():
     assert run_labels(workshop) == ["00_env", "01_tok"]
     sizes = [_entry("06", {"model_overrides": {"hidden_size": h, "num_hidden_layers": 2}}, {}) for h in (96, 192)]
     assert run_labels(sizes) == ["hidden_size=96", "hidden_size=192"]  # a mapping's keys, those that differ
+    assert run_labels([_entry("06", {"tokenizer": "bytes"}, {})]) == ["tokenizer=bytes"]  # one run: what it set
+
+
+def test_a_one_point_grid_names_its_run_by_what_it_sets(tmp_path):
+    from helpers.runs.command import plan_jobs
+
+    (job,) = plan_jobs([tmp_path / "06.ipynb"], tmp_path / "out", [{"tokenizer": "bytes"}])
+    assert job.folder.name == "1-tokenizer=bytes"
 
 
 def test_metrics_drawn_are_the_ones_that_differ_or_the_ones_asked_for():

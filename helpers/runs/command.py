@@ -381,14 +381,16 @@ class Runner:
 
 def plan_jobs(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]) -> list[Job]:
     """One job per combination, numbered from 1, in a folder named after the parameters that differ between
-    combinations (`03-capacity=2048`); without a grid, one job in `out` itself."""
+    combinations (`03-capacity=2048`), or after all it sets when there is one; without a grid, one job in
+    `out` itself."""
     if combinations == [{}]:
         return [Job(0, tuple(notebooks), {}, out)]
     width = len(str(len(combinations)))
     names = list(dict.fromkeys(name for c in combinations for name in c))
     varying = [n for n in names if len({json.dumps(c.get(n), sort_keys=True) for c in combinations}) > 1]
+    shown = varying or names  # one combination: name it by all it sets (none of it is the notebook's default)
     return [Job(i, tuple(notebooks), parameters,
-                out / f"{i:0{width}d}-{combination_name({n: parameters[n] for n in varying if n in parameters})}")
+                out / f"{i:0{width}d}-{combination_name({n: parameters[n] for n in shown if n in parameters})}")
             for i, parameters in enumerate(combinations, start=1)]
 
 

@@ -60,8 +60,9 @@ def varying_parameters(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def run_labels(entries: list[dict[str, Any]]) -> list[str]:
-    """A short label per entry: the parameters that differ between runs, and the notebook when several ran."""
-    varying = varying_parameters(entries)
+    """A short label per entry: the parameters that differ between runs (all those set, when none differs),
+    and the notebook when several ran."""
+    varying = varying_parameters(entries) or list(dict.fromkeys(n for e in entries for n in _flat(e["parameters"])))
     several_notebooks = len({e["name"] for e in entries}) > 1
     labels = []
     for entry in entries:
