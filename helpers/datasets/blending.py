@@ -27,7 +27,7 @@ from numba import njit
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_span
-from .indexed import IndexedDataset, idx_path
+from .indexed import MAKE_PREFIX, IndexedDataset, idx_path
 from .layout import from_windows
 
 SURPLUS = 0.005
@@ -76,9 +76,7 @@ def parse_data_path(items: list[str] | str) -> Blend:
         blend = Blend(prefixes, normalize(weights))
     for prefix in blend.prefixes:
         if not idx_path(prefix).exists():
-            raise DataNotFoundError(f"dataset prefix {prefix}: {idx_path(prefix)} not found; fix: make it with "
-                                    f"python -m helpers.preprocess --input FILE.jsonl --output-prefix PREFIX "
-                                    "--tokenizer NAME --append-eod (it writes PREFIX_text_document), or correct the path")
+            raise DataNotFoundError(f"dataset prefix {prefix}: {idx_path(prefix)} not found; fix: {MAKE_PREFIX}")
     return blend
 
 

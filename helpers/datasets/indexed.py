@@ -30,6 +30,10 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
 
+# How to make a missing prefix, said wherever one is missing.
+MAKE_PREFIX = ("make it with python -m helpers.preprocess --input FILE.jsonl --output-prefix PREFIX --tokenizer NAME "
+               "--append-eod (it writes PREFIX_text_document; the workshop's own under data/megatron come from "
+               "notebook 02 or make workshop), or correct the path (a prefix has no .bin/.idx suffix)")
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
 HEADER = struct.Struct("<9sQBQQ")  # magic, version, dtype code, sequence count, document-index count
@@ -233,8 +237,10 @@ class IndexedDataset:
         index_file, data_file = idx_path(prefix), bin_path(prefix)
         for path in (index_file, data_file):
             if not path.is_file():
-                what = "a folder, not a file" if path.is_dir() else "no such file"
-                raise IndexFormatError(f"{path}: {what}; fix: check the prefix (it has no .bin/.idx suffix)")
+                if path.is_dir():
+                    raise IndexFormatError(f"{path}: a folder, not a file; fix: check the prefix (it has no "
+                                           ".bin/.idx suffix)")
+                raise IndexFormatError(f"{path}: no such file; fix: {MAKE_PREFIX}")
         size = index_file.stat().st_size
         if size < HEADER.size:
             raise IndexFormatError(f"{index_file}: {size} bytes, shorter than the {HEADER.size}-byte header; "
