@@ -7,11 +7,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
 # torch is installed on its own, before the package, so that a CPU-only machine never
-# resolves to the multi-GB CUDA build: pin the release whose CPU wheel is at hand here,
-# and let a machine with an NVIDIA driver take the default (CUDA) build.
+# resolves to the multi-GB CUDA build. With an NVIDIA driver (nvidia-smi): the default (CUDA) build.
+# Without one: the pinned release from a wheel already on disk (pip's find-links) when there is one,
+# else from PyTorch's CPU-only index, never PyPI's default Linux build (which bundles CUDA).
 # Override either, e.g. `make workshop TORCH_SPEC=torch TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
-TORCH_SPEC ?= $(shell if command -v nvidia-smi >/dev/null 2>&1; then echo torch; else echo torch==2.13.0; fi)
-TORCH_INDEX ?=
+HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
+TORCH_SPEC ?= $(if $(HAS_GPU),torch,torch==2.13.0)
+TORCH_INDEX ?= $(if $(HAS_GPU),,https://download.pytorch.org/whl/cpu)
 TORCH_INDEX_FLAG := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
@@ -42,8 +44,13 @@ lab: $(VENV)/.installed $(KERNEL_SPEC)  ## open JupyterLab on the notebooks, on 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+# Without a GPU: a wheel on disk first (torch alone, then its dependencies from the index, torch being
+# there already); failing that, torch and its dependencies from TORCH_INDEX.
+LOCAL_TORCH = $(if $(HAS_GPU),false,$(PIP) install --no-index --no-deps "$(TORCH_SPEC)" >/dev/null 2>&1 \
+	&& $(PIP) install "$(TORCH_SPEC)")
+
 $(VENV)/.torch: | $(VENV)/bin/python
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
+	$(PY) -c "import torch" 2>/dev/null || ($(LOCAL_TORCH)) || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
