@@ -13,6 +13,7 @@ framework takes the same steps.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -57,8 +58,8 @@ class FrameworkRun:
     @property
     def cause(self) -> str:
         """The line that says why it failed: the last error a process printed (not torchrun's summary)."""
-        errors = [line for line in self.stderr.splitlines()
-                  if ("Error" in line or line.startswith("error:")) and "elastic" not in line
+        errors = [line.strip() for line in self.stderr.splitlines()
+                  if re.search(r"\w+(Error|Exception)\b|^error:", line.strip()) and "elastic" not in line
                   and "ChildFailedError" not in line]
         return errors[-1] if errors else self.stderr_line
 
