@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         engine.step()
         log.record(step, mean_over_ranks(loss), global_batch_digest(batch["input_ids"]))
     log.finish(args, example_vocab_size(args, loader))
+    engine.destroy()  # ZeRO-3's hooks and pending gathers go before the process group does
     leave_ranks()
     return 0
 

@@ -59,7 +59,8 @@ class FrameworkRun:
     def cause(self) -> str:
         """The line that says why it failed: the last error a process printed (not torchrun's summary)."""
         errors = [line.strip() for line in self.stderr.splitlines()
-                  if re.search(r"\w+(Error|Exception)\b|^error:", line.strip()) and "elastic" not in line
+                  if re.search(r"\w+(Error|Exception)\b|^error:|^terminate called|Signal \d+ \(", line.strip())
+                  and "elastic" not in line
                   and "ChildFailedError" not in line]
         return errors[-1] if errors else self.stderr_line
 
