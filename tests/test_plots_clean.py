@@ -87,3 +87,13 @@ def test_each_figure_makes_its_own_axes_when_none_is_given():
                plots.estimate_vs_exact([0.5], {"x": [0.5]}, 64, "t"),
                plots.similarity_by_ngram([1], {"x": [0.5]}, 0.8, "t")]
     assert all(len(figure.axes) == 1 for figure in figures) and len({id(f) for f in figures}) == 4
+
+
+@pytest.mark.parametrize("draw", [plots.document_length_histograms, plots.document_length_panels])
+def test_length_histograms_count_every_document_the_longest_included(draw):
+    lengths = {"a": [1, 7, 50, 977, 15_999], "b": [3, 3, 12_345, 15_998]}  # 15,999: 10**log10 of it rounds low
+    assert plots.log_bins(np.concatenate([np.asarray(v) for v in lengths.values()]))[-1] >= 15_999
+    figure = draw(lengths)
+    counted = sum(patch.get_height() for ax in figure.axes for patch in ax.patches)
+    plt.close(figure)
+    assert counted == sum(len(v) for v in lengths.values())

@@ -8,11 +8,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
+def log_bins(values: np.ndarray, count: int = 40) -> np.ndarray:
+    """`count` log-spaced bin edges from the smallest value (at least 1) to exactly the largest, so the
+    longest document lands in the last bin (an edge computed through log10 can round just below it)."""
+    low, high = max(float(values.min()), 1.0), max(float(values.max()), 1.0)
+    edges = np.geomspace(low, high, count) if high > low else np.array([low, low + 1.0])
+    edges[0], edges[-1] = low, max(high, edges[-1])
+    return edges
+
+
 def document_length_histograms(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters"):
     """Distribution of document lengths per domain, log-spaced bins so short and long both show."""
     fig, ax = plt.subplots(figsize=(8, 4))
     all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
-    bins = np.logspace(np.log10(max(all_lengths.min(), 1)), np.log10(all_lengths.max()), 40)
+    bins = log_bins(all_lengths)
     for domain, lengths in lengths_by_domain.items():
         ax.hist(lengths, bins=bins, alpha=0.55, label=f"{domain} ({len(lengths)} docs)")
     ax.set_xscale("log")
@@ -214,7 +223,7 @@ def document_length_panels(lengths_by_domain: Mapping[str, Sequence[int]], unit:
     shows as clearly as one of 1,374; an optional vertical line marks a length cap."""
     names = list(lengths_by_domain)
     all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
-    bins = np.logspace(np.log10(max(all_lengths.min(), 1)), np.log10(all_lengths.max()), 40)
+    bins = log_bins(all_lengths)
     fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.9 * len(names) + 0.6), sharex=True)
     axes = np.atleast_1d(axes)
     for k, (ax, name) in enumerate(zip(axes, names)):
