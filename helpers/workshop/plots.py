@@ -168,18 +168,25 @@ def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str)
     return fig
 
 
-def loss_curves(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str):
-    """Training loss per step of several runs on one axis, with ln V (a uniform guess) drawn across."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for label, log in logs.items():
-        ax.plot([row["step"] for row in log], [row["loss"] for row in log], label=label)
-    ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
+def finished_loss_axes(fig, ax, title: str, ln_vocab: float | None = None):
+    """The loss-per-step figures' common end: ln V drawn across (when given), axis labels, title, legend."""
+    if ln_vocab is not None:
+        ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1,
+                   label=f"ln V = {ln_vocab:.2f} (uniform guess)")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (nats per token)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def loss_curves(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str):
+    """Training loss per step of several runs on one axis, with ln V (a uniform guess) drawn across."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, log in logs.items():
+        ax.plot([row["step"] for row in log], [row["loss"] for row in log], label=label)
+    return finished_loss_axes(fig, ax, title, ln_vocab)
 
 
 def resumed_run(pieces: Mapping[str, Any], stop_step: int, title: str):
@@ -193,12 +200,7 @@ def resumed_run(pieces: Mapping[str, Any], stop_step: int, title: str):
         ax.plot(part["step"], part["loss"], marker=marker, markersize=3, label=label)
     ax.axvline(stop_step - 0.5, color="black", linestyle=":", linewidth=1,
                label=f"checkpoint after step {stop_step - 1}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss (nats per token)")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return finished_loss_axes(fig, ax, title)
 
 
 def overlapping_curves(logs: Mapping[str, Any], ln_vocab: float, title: str):
@@ -208,13 +210,7 @@ def overlapping_curves(logs: Mapping[str, Any], ln_vocab: float, title: str):
     widths = np.linspace(8, 1.5, num=max(len(logs), 2))
     for (label, log), width in zip(logs.items(), widths):
         ax.plot(log["step"], log["loss"], linewidth=width, alpha=0.8, solid_capstyle="round", label=label)
-    ax.axhline(ln_vocab, color="black", linestyle="--", linewidth=1, label=f"ln V = {ln_vocab:.2f} (uniform guess)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss (nats per token)")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return finished_loss_axes(fig, ax, title, ln_vocab)
 
 
 def document_length_panels(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters",
