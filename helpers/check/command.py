@@ -23,7 +23,7 @@ import numpy as np
 
 from ..common.cli import CommandParser
 from ..common.errors import UserError
-from ..datasets.indexed import HEADER, MAGIC, IndexedDataset, IndexFormatError, bin_path, idx_path
+from ..datasets.indexed import HEADER, MAGIC, MAKE_PREFIX, IndexedDataset, IndexFormatError, bin_path, idx_path
 from ..datasets.sidecar import read_sidecar, sidecar_path, tokenizer_for
 from ..tokenizers.token_dtype import optimal_dtype
 from ..tokenizers.zoo import load_tokenizer
@@ -318,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     prefix = re.sub(r"\.(bin|idx|json)$", "", args.prefix)  # the prefix, however it was named
     missing = [path.name for path in (idx_path(prefix), bin_path(prefix)) if not path.is_file()]
     if missing:
-        raise UserError(f"{prefix}: no file {' and no file '.join(missing)}; fix: check the prefix (it has no "
-                        ".bin/.idx suffix), or re-run the preprocessing if only one of the pair is there")
+        fix = MAKE_PREFIX if len(missing) == 2 else "re-run the preprocessing: only one of the pair is there"
+        raise UserError(f"{prefix}: no file {' and no file '.join(missing)}; fix: {fix}")
     report = _checked_to_the_end(prefix, args.tokenizer, expect_eod=False if args.no_eod else None)
     for line in report.lines():
         print(line)
