@@ -1,5 +1,13 @@
-"""Training throughput: the transformers Llama against the plain-PyTorch one (`helpers.training.llama`), the
-same loop, preset, weights and batches, side by side in one run, on real batches and on random ones.
+"""Training throughput: the preset as it was against the new path, same preset, weights and batches, side by
+side in one run, on real batches and on random ones.
+
+- baseline: transformers' Llama, the loss and gradient norm read from the device after every step (the
+  loop as it was: `log_every=1`), the batches loaded in the training process (no workers);
+- new: the plain-PyTorch Llama (`helpers.training.llama`), the device read once every `log_every` steps,
+  `default_num_workers` loader processes (on a GPU; none on a CPU).
+
+Both copy the next batch to the GPU on a side stream (`helpers.training.staging`); `--compile-mode` sets
+torch.compile's mode for the new path (try "max-autotune-no-cudagraphs").
 
     python benchmarks/train_throughput.py                       # on a GPU: the h100 preset; on a CPU: cpu-tiny
     python benchmarks/train_throughput.py --preset h100 --steps 60 --tokenizer mistral
@@ -31,7 +39,9 @@ from helpers.datasets.sidecar import data_facts  # noqa: E402
 from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
 from helpers.training.train import (  # noqa: E402
+    COMPILE_MODES,
     build_model,
+    default_num_workers,
     flops_per_token,
     flops_per_token_llmc,
     llama_config,
@@ -40,7 +50,8 @@ from helpers.training.train import (  # noqa: E402
     train_settings,
 )
 
-PATHS = {"transformers Llama (baseline)": "transformers", "plain-PyTorch Llama": "fast"}
+BASELINE, NEW = "baseline (as it was)", "new path"
+PATHS = (BASELINE, NEW)
 
 
 def real_prefix(tokenizer: str, work: Path) -> str:
@@ -52,16 +63,22 @@ def real_prefix(tokenizer: str, work: Path) -> str:
     return preprocess(mixed, work / "mixed", tokenizer, append_eod=True, workers=2, progress=False).outputs["text"]
 
 
-def measure(implementation: str, source: str, args, prefix: str, device: str) -> dict:
-    """One run of the preset on `source` ("real" or "random") with the model `implementation`."""
+def measure(path: str, source: str, args, prefix: str, device: str) -> dict:
+    """One run of the preset on `source` ("real" or "random") by `path` (BASELINE or NEW)."""
     vocab_size = data_facts(prefix).vocab_size
     config = llama_config(args.preset, vocab_size=vocab_size)
-    settings = train_settings(args.preset, steps=args.steps, eval_every=0)
+    if path == BASELINE:
+        implementation, workers = "transformers", 0
+        settings = train_settings(args.preset, steps=args.steps, eval_every=0, log_every=1)
+    else:
+        implementation = "fast"
+        workers = default_num_workers(device) if args.workers is None else args.workers
+        settings = train_settings(args.preset, steps=args.steps, eval_every=0, compile_mode=args.compile_mode)
     loader = make_dataloader([prefix] if source == "real" else None, split="100,0,0",
                              seq_length=settings.seq_length, batch_size=settings.batch_size, seed=0,
                              num_samples=settings.steps * settings.batch_size, cache_dir=None,
                              source="real" if source == "real" else "synthetic", vocab_size=vocab_size,
-                             num_workers=args.workers)
+                             num_workers=workers)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     model = build_model(config, device, seed=settings.seed, implementation=implementation)
@@ -85,7 +102,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60 if cuda else 12)
     parser.add_argument("--tokenizer", default="mistral" if cuda else "bytes")
     parser.add_argument("--prefix", default=None, help="a Megatron prefix instead of the corpus")
-    parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="the new path's loader processes (default: 4 on a GPU, none on a CPU)")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="torch.compile's mode for the new path")
     parser.add_argument("--rounds", type=int, default=1 if cuda else 3, help="interleaved repeats of each run")
     args = parser.parse_args()
     device = "cuda" if cuda else "cpu"
@@ -97,20 +116,20 @@ def main() -> None:
         runs = {}
         for source in ("real", "random"):
             for _ in range(args.rounds):  # A, B, A, B, ...: a busy moment hits both paths alike
-                for label, implementation in PATHS.items():
-                    runs.setdefault((source, label), []).append(measure(implementation, source, args, prefix, device))
+                for path in PATHS:
+                    runs.setdefault((source, path), []).append(measure(path, source, args, prefix, device))
     rows = {key: sorted(measured, key=lambda row: row["tokens/s"])[len(measured) // 2]  # the median round
             for key, measured in runs.items()}
     print(f"\nmedian of {args.rounds} interleaved round(s)")
-    print("| data | model | tokens/s | MFU (PaLM) | MFU (llm.c) | data wait | peak GiB |")
+    print("| data | path | tokens/s | MFU (PaLM) | MFU (llm.c) | data wait | peak GiB |")
     print("|---|---|---|---|---|---|---|")
     for (source, label), row in rows.items():
         memory = "n/a" if row["peak GiB"] is None else f"{row['peak GiB']:.1f}"
         print(f"| {source} | {label} | {row['tokens/s']:,.0f} | {percent(row['MFU (PaLM)'])} | "
               f"{percent(row['MFU (llm.c)'])} | {percent(row['data wait'])} | {memory} |")
     for source in ("real", "random"):
-        baseline, fast = (rows[(source, label)]["tokens/s"] for label in PATHS)
-        print(f"{source} batches: the plain-PyTorch Llama at {fast / baseline:.2f}x the baseline's tokens/s")
+        baseline, new = (rows[(source, path)]["tokens/s"] for path in PATHS)
+        print(f"{source} batches: the new path at {new / baseline:.2f}x the baseline's tokens/s")
     assert all(math.isfinite(row["tokens/s"]) for row in rows.values())
 
 

@@ -161,3 +161,24 @@ def test_the_loss_traces_as_one_graph_so_it_compiles_with_fullgraph(implementati
     plain = {"input_ids": inputs, "labels": labels, "position_ids": torch.arange(32).expand_as(inputs)}
     explained = torch._dynamo.explain(lambda b: next_token_loss(model, b, reduction="sum"))(plain)
     assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_packed_rows_train_compiled_in_bf16_on_cuda():
+    """The h100 preset's settings (bf16, torch.compile with FlexAttention's document mask) on packed rows."""
+    from helpers.training.train import train, train_settings
+
+    model = build_model(llama_config("cpu-tiny", **{**SHAPE, "hidden_size": 96, "intermediate_size": 192}), "cuda",
+                        seed=3, implementation="fast")
+    inputs, labels = batch(rows=2)
+    documents = torch.zeros_like(inputs)
+    documents[:, 12:] = 1
+    positions = torch.cat([torch.arange(12), torch.arange(20)]).expand_as(inputs)
+    packed = {"input_ids": inputs, "labels": labels, "position_ids": positions, "document_ids": documents}
+    settings = train_settings("h100", steps=4, batch_size=2, seq_length=32, eval_every=0, eval_batches=1,
+                              warmup_steps=1, lr=3e-3, min_lr=3e-3)
+    result = train(model, [packed] * 4, settings, "cuda", eval_batches=[packed], progress=False)
+    losses = [row["loss"] for row in result.log]
+    assert all(torch.isfinite(torch.tensor(losses))) and losses[-1] < losses[0]
+    assert result.eval_loss < losses[0]  # a NaN fails this too

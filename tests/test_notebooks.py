@@ -122,6 +122,7 @@ def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(tmp_path, corpus_dir
     assert m["synthetic_final_loss"] >= 0.95 * m["ln_vocab"] and m["synthetic_eval_loss"] >= 0.95 * m["ln_vocab"]
     assert m["real_eval_loss"] < m["synthetic_eval_loss"]
     assert m["ln_vocab"] == pytest.approx(8.318, abs=1e-3)  # ln 4096: the vocabulary came from the sidecar
+    assert 0 < m["max_reads_per_token"] < 1  # 100 steps of 16 x 128 read each domain less than once
     assert (tmp_path / "runs" / "real.csv").exists() and (tmp_path / "runs" / "synthetic.csv").exists()
 
 

@@ -25,6 +25,7 @@ from helpers.training.train import (
     matmul_parameters,
     peak_flops,
     peak_flops_of,
+    preset_implementation,
     train,
     train_settings,
 )
@@ -92,6 +93,9 @@ def test_overrides_apply_and_unknown_names_are_refused():
         llama_config("h100", hidden_size=64)  # 12 heads do not divide 64
     with pytest.raises(UserError, match="dtype"):
         train_settings("cpu-tiny", dtype="float16")
+    assert train_settings("h100", compile_mode="max-autotune-no-cudagraphs").compile_mode == "max-autotune-no-cudagraphs"
+    with pytest.raises(UserError, match="max-autotune-no-cudagraphs"):  # the message lists torch.compile's modes
+        train_settings("h100", compile_mode="fastest")
 
 
 def test_h100_preset_is_about_125m_parameters():
@@ -215,7 +219,7 @@ def test_h100_preset_on_cuda_with_bf16_and_compile():
     config = llama_config("h100")
     settings = train_settings("h100", steps=8, warmup_steps=2, eval_every=0, eval_batches=2)
     assert settings.dtype == "bfloat16" and settings.compile and settings.fused_adamw
-    model = build_model(config, "cuda", seed=settings.seed)
+    model = build_model(config, "cuda", seed=settings.seed, implementation=preset_implementation("h100"))
     batches = random_batches(config.vocab_size, settings.batch_size, settings.seq_length)
     held_out = [next(random_batches(config.vocab_size, 4, settings.seq_length, seed=1)) for _ in range(2)]
     result = train(model, batches, settings, "cuda", eval_batches=held_out, progress=False)
@@ -291,3 +295,25 @@ def test_staged_batches_arrive_in_order_and_whole(device):
     assert len(staged) == 4 and len(prepared) == 4
     for ours, theirs in zip(staged, host):
         assert all(torch.equal(ours[key].cpu(), theirs[key]) for key in theirs)
+
+
+def test_evaluation_runs_through_the_loops_loss_function(monkeypatch):
+    """Held-out batches go through the same (on CUDA, compiled) loss function as the training steps."""
+    import helpers.training.train as loop
+
+    seen, original = [], loop.loss_function
+
+    def counting_loss_function(model, settings, device):
+        inner = original(model, settings, device)
+
+        def loss_of(batch):
+            seen.append("train" if model.training else "eval")
+            return inner(batch)
+        return loss_of
+
+    monkeypatch.setattr(loop, "loss_function", counting_loss_function)
+    settings = train_settings("cpu-tiny", steps=2, eval_every=0, eval_batches=2, seq_length=16, batch_size=2)
+    model = build_model(llama_config("cpu-tiny", vocab_size=258, num_hidden_layers=1), seed=0)
+    held_out = [next(random_batches(258, 2, 16, seed=1)) for _ in range(2)]
+    result = train(model, random_batches(258, 2, 16), settings, "cpu", eval_batches=held_out, progress=False)
+    assert seen == ["train", "train", "eval", "eval"] and math.isfinite(result.eval_loss)

@@ -30,6 +30,7 @@ from .train import (
     PRESETS,
     CheckpointPlan,
     build_model,
+    default_num_workers,
     llama_config,
     preset_implementation,
     train,
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.batch_size % ranks.world_size:
         raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
                         "processes; fix: give a multiple of --nproc-per-node")
-    workers = args.num_workers if args.num_workers is not None else (4 if args.device.startswith("cuda") else 0)
+    workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
     loader = make_dataloader(None if args.synthetic else args.data_path, split=args.split,
                              seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
                              seed=settings.seed, num_samples=settings.steps * settings.batch_size, rank=ranks.rank,

@@ -51,7 +51,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       num_attention_heads=6, tie_word_embeddings=False),
         "train": dict(seq_length=128, batch_size=16, steps=100, lr=3e-3, min_lr=3e-4, warmup_steps=10,
                       weight_decay=0.1, grad_clip=1.0, eval_every=50, eval_batches=4, dtype="float32",
-                      compile=False, fused_adamw=False, seed=0, log_every=5),
+                      compile=False, compile_mode="default", fused_adamw=False, seed=0, log_every=5),
     },
     "h100": {
         "implementation": "fast",
@@ -59,15 +59,19 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       num_attention_heads=12, tie_word_embeddings=False),
         "train": dict(seq_length=1024, batch_size=32, steps=1000, lr=6e-4, min_lr=6e-5, warmup_steps=100,
                       weight_decay=0.1, grad_clip=1.0, eval_every=200, eval_batches=20, dtype="bfloat16",
-                      compile=True, fused_adamw=True, seed=0, log_every=10),
+                      compile=True, compile_mode="default", fused_adamw=True, seed=0, log_every=10),
     },
 }
 
 IMPLEMENTATIONS = ("transformers", "fast")
+GPU_WORKERS_PER_RANK = 4  # loader processes beside each GPU's training process; on a CPU they would compete with it
 # Model fields an override may set; those a preset leaves out take these defaults
 # (key/value heads = attention heads, i.e. plain multi-head attention; positions = the preset's seq_length).
 MODEL_DEFAULTS: dict[str, Any] = {"num_key_value_heads": None, "max_position_embeddings": None}
 DTYPES = ("float32", "bfloat16", "float64")
+# torch.compile's modes; "max-autotune-no-cudagraphs" tunes the matmul and Triton kernels (a longer first
+# compile) without CUDA graphs, which would pin the staged batches' memory.
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "max-autotune", "reduce-overhead")
 ADAM_BETAS = (0.9, 0.95)
 TIMING_WARMUP_STEPS = 5  # first steps (allocation, compilation) left out of steady-state throughput
 # One row per step. `tokens`: input tokens of this step (batch × sequence); `step_s`: from asking for the
@@ -100,7 +104,8 @@ class TrainSettings:
     eval_every: int  # 0 = evaluate only at the end
     eval_batches: int  # batches per evaluation
     dtype: str  # "float32"; "bfloat16" = bf16 autocast (CUDA only); "float64" = double weights (exactness checks)
-    compile: bool  # torch.compile the model and loss (CUDA only)
+    compile: bool  # torch.compile the model and loss, training and evaluation (CUDA only)
+    compile_mode: str  # torch.compile's mode, one of COMPILE_MODES
     fused_adamw: bool  # fused AdamW kernel (CUDA only)
     seed: int
     log_every: int  # steps between progress-bar updates
@@ -164,6 +169,9 @@ def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
     settings = TrainSettings(**merge_overrides(defaults, overrides, "training"))
     if settings.dtype not in DTYPES:
         raise UserError(f"dtype {settings.dtype!r} is not supported; fix: use one of {', '.join(DTYPES)}")
+    if settings.compile_mode not in COMPILE_MODES:
+        raise UserError(f"compile_mode {settings.compile_mode!r} is not one of torch.compile's; "
+                        f"fix: use one of {', '.join(COMPILE_MODES)}")
     return settings
 
 
@@ -184,6 +192,11 @@ def build_model(config: LlamaConfig, device: str | torch.device = "cpu", seed: i
 
         model = from_transformers(model)
     return model
+
+
+def default_num_workers(device: str | torch.device) -> int:
+    """Loader worker processes per rank: `GPU_WORKERS_PER_RANK` on a GPU, none on a CPU."""
+    return GPU_WORKERS_PER_RANK if torch.device(device).type == "cuda" else 0
 
 
 def preset_implementation(preset: str) -> str:
@@ -299,12 +312,14 @@ def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], redu
 
 
 def loss_function(model: torch.nn.Module, settings: TrainSettings, device: torch.device) -> Callable:
-    """`batch -> summed token loss`, compiled (model and loss together) when asked and on CUDA."""
+    """`batch -> summed token loss`, compiled (model and loss together) when asked and on CUDA; training and
+    evaluation call the same function (under `no_grad` it compiles once more, for inference)."""
     def loss_of(batch):
         return next_token_loss(model, batch, reduction="sum")
 
     if settings.compile and device.type == "cuda":
-        return torch.compile(loss_of, fullgraph=True)  # one graph: a break would fail loudly, not slow down
+        # one graph: a break would fail loudly, not slow down
+        return torch.compile(loss_of, fullgraph=True, mode=settings.compile_mode)
     return loss_of
 
 
@@ -366,15 +381,18 @@ def held_out_batches(eval_batches) -> Iterable:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, eval_batches, settings: TrainSettings, device: torch.device) -> float:
-    """Mean loss per label token over the first `settings.eval_batches` held-out batches (of every rank)."""
+def evaluate(model: torch.nn.Module, eval_batches, settings: TrainSettings, device: torch.device, *,
+             loss_of: Callable | None = None) -> float:
+    """Mean loss per label token over the first `settings.eval_batches` held-out batches (of every rank);
+    `loss_of` is the training loop's (compiled) summed loss, or the model's eager one."""
+    loss_of = loss_of or (lambda batch: next_token_loss(model, batch, reduction="sum"))
     model.eval()
     total, count = 0.0, 0
     try:
         for batch in islice(held_out_batches(eval_batches), settings.eval_batches):
             batch = to_device(batch, device, model)
             with autocast_context(settings, device):
-                total += next_token_loss(model, batch, reduction="sum").to(torch.float64)
+                total += loss_of(batch).to(torch.float64)
             count += (batch["labels"] != IGNORE_INDEX).sum()
     finally:
         model.train()
@@ -532,7 +550,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
         if evaluate_now or checkpoint_now or (step + 1) % settings.log_every == 0 or step == last_step - 1:
             log += pending.flush(peak)  # one wait for the device per log_every steps
             if evaluate_now:
-                log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device)
+                log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
             if checkpoint_now:
                 save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
                                 {"loader": batches.state_dict(), **run_identity(config, batches)})
@@ -544,7 +562,8 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     if not log:
         raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
     if eval_batches is not None and "eval_loss" not in log[-1]:
-        log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device)  # a run cut short still ends evaluated
+        # a run cut short still ends evaluated
+        log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
     result = summarise(log)
     if csv_path is not None and ranks.main:
         result.to_csv(csv_path)
