@@ -10,7 +10,7 @@ import numpy as np
 
 from helpers.common.headless import HEADLESS_ENV
 from helpers.loading.packing import pack
-from helpers.workshop.explore.packing import COMPARED, draw_rows, explore_rows, rows_to_show
+from helpers.workshop.explore.packing import COMPARED, PALETTE, document_colours, draw_rows, explore_rows, rows_to_show
 
 LENGTHS = np.array([70, 12, 5, 33, 64, 9, 20, 41, 3, 16, 27, 8] * 4)
 
@@ -51,3 +51,22 @@ def test_headless_names_the_knobs(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "capacity" in out and "strategy" in out
     assert not plt.get_fignums()
+
+
+def test_neighbouring_documents_never_share_a_colour():
+    documents = [3, 10, 17, 24, 5, 5 + len(PALETTE), 0]  # 3, 10, 17 and 24 fall on one palette colour
+    colours = document_colours(documents)
+    assert all(left != right for left, right in zip(colours, colours[1:]))
+    assert colours[0] == PALETTE[3] and set(colours) <= set(PALETTE)
+    assert document_colours([4, 9]) == [PALETTE[4], PALETTE[2]]  # different already: kept as they are
+
+
+def test_every_document_is_a_bar_with_a_black_border_and_its_own_colour_beside_its_neighbours():
+    fig = draw_rows(LENGTHS, 64, ["next_fit"], rows=6)
+    (ax,) = fig.get_axes()
+    bars = sorted(ax.patches, key=lambda p: (round(p.get_y(), 3), p.get_x()))
+    assert all(p.get_edgecolor()[:3] == (0.0, 0.0, 0.0) and p.get_linewidth() >= 0.5 for p in bars)
+    neighbours = [(a, b) for a, b in zip(bars, bars[1:]) if a.get_y() == b.get_y()]
+    assert neighbours, "some rows hold more than one document"
+    assert all(a.get_facecolor() != b.get_facecolor() for a, b in neighbours)
+    plt.close(fig)

@@ -11,7 +11,9 @@ import pytest
 
 from helpers.tokenizers.costs import hub_style_tokenizer, llama_parameter_split, raw_pieces, token_pieces
 from helpers.tokenizers.zoo import load_tokenizer
-from helpers.workshop.explore.tokenizers import draw_pieces, explore_pieces, shown
+from helpers.workshop.explore import tokenizers as explore_tokenizers
+from helpers.workshop.explore.tokenizers import (BYTE_COLOUR, CODE_POINT_COLOUR, draw_pieces, explore_pieces, shown,
+                                                  undrawn_characters)
 
 TEXT = "Hello world: def f():\n    return 1  # 日本 🤖"
 
@@ -36,9 +38,34 @@ def test_draw_pieces_changes_with_the_text():
     plt.close("all")
 
 
-def test_shown_makes_whitespace_visible_and_escapes_missing_glyphs():
+def test_shown_makes_whitespace_visible_and_names_characters_no_font_draws_by_code_point(monkeypatch):
     assert shown(" a\n") == "·a⏎"
-    assert shown("日") == "<U+65E5>"
+    monkeypatch.setattr(explore_tokenizers, "font_for", lambda c: None if ord(c) > 0x2FFF else "DejaVu Sans Mono")
+    assert shown("·日本") == "·«U+65E5»«U+672C»"
+    assert undrawn_characters(["a", "·日", "<0xE6>"]) == {"U+65E5": "日"}
+    monkeypatch.setattr(explore_tokenizers, "font_for", lambda c: "a CJK font")
+    assert shown("日") == "日" and undrawn_characters(["日"]) == {}
+
+
+def test_fonts_that_draw_boxes_or_follow_tex_encoding_are_never_picked():
+    fonts = explore_tokenizers._installed_glyphs()
+    assert next(iter(fonts)) == "DejaVu Sans Mono"
+    assert not [name for name in fonts if name.startswith(explore_tokenizers.NOT_UNICODE)]
+    assert explore_tokenizers.font_for("a") == "DejaVu Sans Mono"
+
+
+def test_byte_tokens_and_undrawable_characters_are_told_apart_in_the_figure():
+    fig = draw_pieces(load_tokenizer("mistral"), "日本 🤖")
+    ax = fig.axes[0]
+    colours = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colours["<0xF0>"] == BYTE_COLOUR  # 🤖 is not in Mistral's vocabulary: four byte tokens
+    undrawn = [label for label in colours if "«U+" in label]
+    if explore_tokenizers.font_for("日"):  # a font with the glyph is installed: the character itself
+        assert colours["日"] == "black" and not undrawn
+    else:
+        assert colours["«U+65E5»"] == CODE_POINT_COLOUR != BYTE_COLOUR
+    assert "red <0x..>" in ax.get_xlabel() and "blue «U+....»" in ax.get_xlabel()
+    plt.close(fig)
 
 
 def test_explorer_headless_names_its_knobs(capsys, monkeypatch):

@@ -46,6 +46,7 @@ def test_00_environment_and_corpus(tmp_path, corpus_dir):
     assert metrics["median_document_chars.code"] > metrics["median_document_chars.docs"]
     assert metrics["median_length_ratio"] > 3
     assert metrics["literature_documents_near_cap"] == 210  # the 16,000-character cap's spike, fixed source
+    assert metrics["ln_vocab.llama3"] == pytest.approx(11.7617, abs=1e-4)  # ln 128,256: the flat loss of random tokens
 
 
 def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
@@ -107,8 +108,8 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     assert m["padding_fraction.best_fit_decreasing"] < m["padding_fraction.pad"]
     assert m["rows.best_fit_decreasing"] <= min(m[f"rows.{s}"] for s in ("pad", "next_fit", "first_fit", "window"))
     assert m["packed_loss_gap"] < 1e-9
-    assert 0 < m["seed000_thrown_away_tokens"] < m["corpus_tokens"]  # the small corpus has documents over 1024
-    assert m["seed000_padding_fraction"] > m["padding_fraction.best_fit_decreasing"]
+    assert 0 < m["pad_and_truncate_thrown_away_tokens"] < m["corpus_tokens"]  # the small corpus has documents over 1024
+    assert m["pad_and_truncate_padding_fraction"] > m["padding_fraction.best_fit_decreasing"]
     assert 0 < m["cross_document_pair_share.concat"] < 1
     assert m["streaming_deterministic"] is True
 

@@ -89,11 +89,23 @@ def test_each_figure_makes_its_own_axes_when_none_is_given():
     assert all(len(figure.axes) == 1 for figure in figures) and len({id(f) for f in figures}) == 4
 
 
-@pytest.mark.parametrize("draw", [plots.document_length_histograms, plots.document_length_panels])
-def test_length_histograms_count_every_document_the_longest_included(draw):
+def test_length_histograms_count_every_document_the_longest_included():
     lengths = {"a": [1, 7, 50, 977, 15_999], "b": [3, 3, 12_345, 15_998]}  # 15,999: 10**log10 of it rounds low
     assert plots.log_bins(np.concatenate([np.asarray(v) for v in lengths.values()]))[-1] >= 15_999
-    figure = draw(lengths)
+    figure = plots.document_length_panels(lengths)
     counted = sum(patch.get_height() for ax in figure.axes for patch in ax.patches)
     plt.close(figure)
     assert counted == sum(len(v) for v in lengths.values())
+
+
+def test_a_small_domain_fills_its_own_panel_beside_a_large_one():
+    rng = np.random.default_rng(0)
+    lengths = {"large": rng.integers(1_000, 20_000, size=1_374), "small": rng.integers(100, 60_000, size=79)}
+    figure = plots.document_length_panels(lengths, unit="tokens")
+    large, small = figure.axes
+    assert large.get_title(loc="left") == "large (1,374 documents)" and small.get_title(loc="left") == "small (79 documents)"
+    tallest = max(patch.get_height() for patch in small.patches)
+    assert small.get_ylim()[1] < 1.2 * tallest  # its own count axis, not the large domain's
+    assert large.get_ylim()[1] > 3 * tallest
+    assert "tokens" in small.get_xlabel()
+    plt.close(figure)

@@ -17,22 +17,6 @@ def log_bins(values: np.ndarray, count: int = 40) -> np.ndarray:
     return edges
 
 
-def document_length_histograms(lengths_by_domain: Mapping[str, Sequence[int]], unit: str = "characters"):
-    """Distribution of document lengths per domain, log-spaced bins so short and long both show."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    all_lengths = np.concatenate([np.asarray(v) for v in lengths_by_domain.values()])
-    bins = log_bins(all_lengths)
-    for domain, lengths in lengths_by_domain.items():
-        ax.hist(lengths, bins=bins, alpha=0.55, label=f"{domain} ({len(lengths)} docs)")
-    ax.set_xscale("log")
-    ax.set_xlabel(f"document length ({unit}, log scale)")
-    ax.set_ylabel("documents")
-    ax.set_title("How long are the documents in each domain?")
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
 def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: str, log: bool = False):
     """Bars grouped by outer key (e.g. tokenizer), one colour per inner key (e.g. domain)."""
     groups = list(values)

@@ -18,6 +18,7 @@ from ...loading.packing import STRATEGIES, PackPlan, pack, plan_metrics
 from . import live
 
 COMPARED = ("concat", "pad", "next_fit", "best_fit_decreasing", "streaming")
+PALETTE = tuple(plt.get_cmap("Set2").colors[:7])  # seven colours that stay apart (its eighth, grey, is left out)
 CAPACITIES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -26,23 +27,34 @@ def rows_to_show(plan: PackPlan, count: int) -> np.ndarray:
     return np.unique(np.linspace(0, plan.rows - 1, min(count, plan.rows)).round().astype(np.int64))
 
 
+def document_colours(documents: Sequence[int]) -> list:
+    """A colour for each document of a row, in order: picked by document number from a palette of seven
+    distinct colours, moved on to the next one where it would repeat its left neighbour's."""
+    chosen = []
+    for document in documents:
+        k = int(document) % len(PALETTE)
+        if chosen and PALETTE[k] == chosen[-1]:
+            k = (k + 1) % len(PALETTE)
+        chosen.append(PALETTE[k])
+    return chosen
+
+
 def draw_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] = COMPARED, rows: int = 8,
               overlong: str = "split", window: int = 64, buffer_rows: int = 8):
-    """Pack `lengths` with each strategy and draw `rows` of its rows: one colour per document, white =
-    padding, each row labelled with its number and how many documents it holds."""
+    """Pack `lengths` with each strategy and draw `rows` of its rows: each document a bar edged in black,
+    neighbours in different colours, white = padding; each row labelled with its number and how many
+    documents it holds."""
     plans = {s: pack(lengths, capacity, s, overlong=overlong, window=window, buffer_rows=buffer_rows)
              for s in strategies}
     fig, axes = plt.subplots(len(plans), 1, figsize=(9, 0.8 + len(plans) * (0.45 + 0.22 * rows)), sharex=True,
                              squeeze=False)
-    colours = plt.get_cmap("tab20")
     for ax, (name, plan) in zip(axes[:, 0], plans.items()):
         picked = rows_to_show(plan, rows)
         for y, r in enumerate(picked):
             segments = plan.segments_of_row(int(r))
             cursor = 0
-            for document, _, length in segments:
-                ax.barh(y, length, left=cursor, height=0.8, color=colours(document % 20), edgecolor="white",
-                        linewidth=0.6)
+            for (document, _, length), colour in zip(segments, document_colours([s[0] for s in segments])):
+                ax.barh(y, length, left=cursor, height=0.8, color=colour, edgecolor="black", linewidth=0.8)
                 cursor += length
             ax.text(capacity * 1.01, y, f"{len(segments)} doc{'s' if len(segments) != 1 else ''}", va="center",
                     fontsize=7)
@@ -51,7 +63,7 @@ def draw_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] = CO
         ax.set_xlim(0, capacity)
         padding = plan_metrics(plan)["padding_fraction"]
         ax.set_title(f"{name}: {plan.rows:,} rows, {padding:.1%} padding", fontsize=9, loc="left")
-    axes[-1, 0].set_xlabel(f"token position in a row of {capacity:,} (one colour per document, white = padding)")
+    axes[-1, 0].set_xlabel(f"token position in a row of {capacity:,} (one bar per document, black borders between them, white = padding)")
     fig.suptitle(f"Rows spread from first to last, {len(lengths):,} documents packed at capacity {capacity:,}")
     fig.tight_layout()
     return fig
