@@ -1,5 +1,5 @@
 """Preprocessing throughput: ours against Megatron's tool (or a Megatron-style baseline), side by side,
-and ours with one partition against ours with several.
+ours with one partition against ours with several, and ours on the same records as Parquet.
 
     python benchmarks/preprocess_throughput.py [--input X.jsonl] [--tokenizer llama3] [--workers 2]
         [--partitions 2] [--repeats 3]
@@ -11,13 +11,16 @@ measured, start-up included (the median of `--repeats` runs), and the outputs ar
 ours with `--partitions P` must equal ours with one partition. Megatron-LM's script needs
 packages the workshop does not install (its training package imports `triton`): put them on
 MEGATRON_PYTHONPATH. Without a checkout, the reference is benchmarks/megatron_style_baseline.py, and
-the output says so. The default input is the workshop corpus, all three domains in one file.
+the output says so. The default input is the workshop corpus, all three domains in one file. The Parquet
+row writes the same records as one Parquet file (every field a column, row groups of 128 rows) and needs
+pyarrow (the `parquet` extra); its output must equal the JSONL run's.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import shutil
 import statistics
@@ -78,8 +81,8 @@ def run(args: argparse.Namespace, work: Path) -> None:
     size_mb = source.stat().st_size / 1e6
     folder = load_tokenizer(args.tokenizer).export(work / "hf")
 
-    def ours_cmd(name: str, partitions: int) -> list[str]:
-        return [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
+    def ours_cmd(name: str, partitions: int, given: Path = source) -> list[str]:
+        return [sys.executable, "-m", "helpers.preprocess", "--input", str(given), "--output-prefix",
                 str(work / name), "--tokenizer", args.tokenizer, "--workers", str(args.workers), "--partitions",
                 str(partitions), "--append-eod", "--no-progress", "--parse-special-tokens"]
     env = dict(os.environ)
@@ -113,6 +116,27 @@ def run(args: argparse.Namespace, work: Path) -> None:
         print(f"{name:<22} {seconds:8.2f} {size_mb / seconds:8.2f} {tokens / seconds:12,.0f}")
     print(f"speed-up   {ref_s / ours_s:.1f}x (same {tokens:,} tokens; outputs byte-identical: {identical})")
     print(f"partitions {args.partitions} vs 1: {ours_s / parts_s:.2f}x (outputs byte-identical: {parts_identical})")
+    parquet = as_parquet(source, work / "records.parquet")
+    if parquet is None:
+        print("parquet    not measured: it needs pyarrow (pip install -e '.[parquet]')")
+        return
+    parquet_s = timed(ours_cmd("parquet", 1, parquet), env=ours_env, repeats=args.repeats)
+    print(f"{'ours, Parquet input':<22} {parquet_s:8.2f} {size_mb / parquet_s:8.2f} {tokens / parquet_s:12,.0f}")
+    print(f"parquet    {ours_s / parquet_s:.2f}x the JSONL run's rate, same records "
+          f"(outputs byte-identical: {same_dataset(work / 'ours_text_document', work / 'parquet_text_document')})")
+
+
+def as_parquet(source: Path, target: Path) -> Path | None:
+    """The records of JSONL `source` as one Parquet file, every field a column; None without pyarrow."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    with open(source, encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    pq.write_table(pa.Table.from_pylist(records), target, row_group_size=128)
+    return target
 
 
 if __name__ == "__main__":

@@ -55,6 +55,13 @@ def preprocess_args(content: bytes | str, *extra: str, name: str = "input.jsonl"
 
 GOOD = '{"text": "a good record"}\n'
 
+def pa_strings():
+    """An empty column of strings (a table of no rows)."""
+    import pyarrow as pa
+
+    return pa.array([], type=pa.string())
+
+
 PREPROCESS = [
     Case("missing file", "preprocess", lambda f: ["--input", str(f / "nowhere.jsonl"), "--output-prefix",
                                                   str(f.parent / "out" / "d"), "--tokenizer", "bytes"],
@@ -88,6 +95,40 @@ PREPROCESS = [
                     "--tokenizer", "bytes", "--workers", "1"], 2, ("a_file", "fix:")),
 ]
 
+
+def parquet_args(columns: dict | bytes, *extra: str):
+    """Arguments of `helpers.preprocess` on `in/input.parquet`: a table of `columns`, or raw bytes."""
+    def make(folder: Path) -> list[str]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        source = folder / "input.parquet"
+        if isinstance(columns, bytes):
+            source.write_bytes(columns)
+        else:
+            pq.write_table(pa.table(columns), source, row_group_size=2)
+        return ["--input", str(source), "--output-prefix", str(folder.parent / "out" / "data"),
+                "--tokenizer", "bytes", "--workers", "1", "--no-progress", *extra]
+    return make
+
+
+PREPROCESS += [
+    Case("Parquet without the column", "preprocess", parquet_args({"body": ["x"], "id": ["1"]}), 2,
+         ("input.parquet", "no column 'text'", "body, id", "--json-keys")),
+    Case("Parquet column of numbers", "preprocess", parquet_args({"text": [1, 2]}), 2,
+         ("input.parquet", "column 'text'", "not strings", "fix:")),
+    Case("Parquet null text", "preprocess", parquet_args({"text": ["a", "b", "c", None]}), 2,
+         ("input.parquet: row 3 (row group 1)", "null", "fix:")),
+    Case("Parquet damaged", "preprocess", parquet_args(b"PAR1 not really parquet PAR1"), 2,
+         ("input.parquet", "not a readable Parquet file", "fix:")),
+    Case("Parquet empty file", "preprocess", parquet_args(b""), 2, ("input.parquet", "empty", "fix:")),
+    Case("Parquet without rows", "preprocess", parquet_args({"text": pa_strings()}), 2,
+         ("input.parquet", "no document", "fix:")),
+    Case("folder without Parquet", "preprocess",
+         lambda f: ["--input", str(f), "--output-prefix", str(f.parent / "out" / "d"), "--tokenizer", "bytes"], 2,
+         ("no .parquet file", "fix:")),
+]
+
 def clean_args(content: bytes | str, *extra: str, name: str = "input.jsonl"):
     """Arguments of `helpers.clean` on a JSONL file holding `content`, output in out/clean."""
     def make(folder: Path) -> list[str]:
@@ -113,6 +154,9 @@ CLEAN = [
     Case("two inputs of one name", "clean",
          lambda f: clean_args(GOOD, "--exact")(f) + ["--input", str(jsonl(f, GOOD)), str(jsonl(Path(
              os.makedirs(f / "twin", exist_ok=True) or f / "twin"), GOOD))], 2, ("input.jsonl", "rename", "fix:")),
+    Case("Parquet", "clean", lambda f: parquet_args({"text": ["a"]})(f)[:2] + ["--output-dir",
+                                                                           str(f.parent / "out" / "c"), "--exact"],
+         2, ("input.parquet", "JSONL only", "fix:")),
     Case("output folder is a file", "clean",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-dir", str(jsonl(f, "", "a_file")), "--exact"], 2,
          ("a_file", "fix:")),

@@ -1,5 +1,7 @@
-"""Reading a preprocessing run's input: checked, cut into contiguous byte ranges at line ends, and read
-as batches of raw lines that know the number of their first line in the whole file."""
+"""Reading a preprocessing run's input: checked, cut into contiguous ranges, and read in batches that know
+where they are. JSONL is cut into byte ranges at line ends and read as raw lines that know the number of
+their first line in the whole file; Parquet (a file or a folder of them) is cut by row groups and read as
+rows of its text columns (`helpers.corpus.parquet_input`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,18 @@ from pathlib import Path
 from typing import Iterator
 
 from ..common.errors import UserError
+from .parquet_input import is_parquet, plan_row_groups, row_batches
 
 BATCH_BYTES = 1 << 20  # raw JSONL per task sent to a worker
 
 
 def check_input(path: Path) -> None:
     """Refuse an input that is missing or empty, before anything is written."""
+    if path.is_dir() and is_parquet(path):
+        return
+    if path.is_dir():
+        raise UserError(f"{path}: a folder with no .parquet file in it; fix: give a JSONL or Parquet file, "
+                        "or a folder of Parquet files")
     if not path.is_file():
         raise UserError(f"{path}: no such file; fix: check --input")
     if path.stat().st_size == 0:
@@ -29,7 +37,9 @@ def _open_input(path: Path):
 def plan_ranges(path: Path, partitions: int) -> list[tuple[int, int | None]]:
     """Contiguous byte ranges `[start, end)` of about size/P each, every cut moved to just after the next
     newline so that no line is split; empty ranges are dropped. A `.gz` file has no byte offsets to cut
-    at: it is one range, read to its end (end None)."""
+    at: it is one range, read to its end (end None). Parquet is cut by row groups instead."""
+    if is_parquet(path):
+        return plan_row_groups(path, partitions)
     if path.suffix == ".gz":
         return [(0, None)]
     size = path.stat().st_size
@@ -55,9 +65,13 @@ def _count_newlines(handle, length: int) -> int:
     return count
 
 
-def batches(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[str, int, list[bytes]]]:
+def batches(path: Path, start: int = 0, end: int | None = None, columns: tuple[str, ...] = ("text",)) -> Iterator:
     """Batches of the raw lines in bytes `[start, end)` of the input (end None: to its end), each with the
-    number its first line has in the whole file, so that messages name the line a user would look at."""
+    number its first line has in the whole file, so that messages name the line a user would look at.
+    A Parquet input gives `RowsBatch`es of its `columns` from row groups `[start, end)` instead."""
+    if is_parquet(path):
+        yield from row_batches(path, start, end, columns=columns, batch_bytes=BATCH_BYTES)
+        return
     with _open_input(path) as handle:
         number = 1 + _count_newlines(handle, start)
         position = start

@@ -18,6 +18,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
+from ..corpus.parquet_input import RowsBatch
 from ..corpus.ranges import batches
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
@@ -73,11 +74,25 @@ def _init_worker(settings: RunSettings) -> None:
     _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None)
 
 
-def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
-    """Parse and encode one batch of raw lines (runs in a worker process); the rules for lines and
-    records are `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
-    source, first_line, lines = task
+def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch) -> BatchResult:
+    """Parse and encode one batch of raw lines, or of Parquet rows (runs in a worker process); the rules
+    for lines and records are `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool
+    allows them."""
     settings: RunSettings = _worker.settings
+    if isinstance(task, RowsBatch):
+        result, records = _rows_records(task, settings)
+    else:
+        result, records = _line_records(task, settings)
+    for record in records:
+        result.special_documents += _holds_special_strings(record, settings.json_keys)
+    for key in settings.json_keys:
+        _encode_field(result, key, [record[key] for record in records])
+    return result
+
+
+def _line_records(task: tuple[str, int, list[bytes]], settings: RunSettings) -> tuple[BatchResult, list[dict]]:
+    """The good records of a batch of JSONL lines, and the batch's counts so far."""
+    source, first_line, lines = task
     result = BatchResult(ids={}, lengths={}, lines=len(lines), bytes=sum(map(len, lines)))
     records: list[dict] = []
     for number, place, line in numbered_lines(lines, first_line):
@@ -85,20 +100,38 @@ def _encode_batch(task: tuple[str, int, list[bytes]]) -> BatchResult:
             result.blank_lines += 1
             continue
         try:
-            record = parse_record(line, settings.json_keys, allow_lists=True)
+            records.append(parse_record(line, settings.json_keys, allow_lists=True))
         except BadRecord as bad:
-            where = f"{location(source, number, place)}: {bad.reason}"
-            if not settings.skip_bad_records:
-                raise UserError(where) from None
-            result.skipped[bad.kind] += 1
-            if len(result.first_skips) < FIRST_SKIPS:
-                result.first_skips.append(where)
+            _bad_record(result, f"{location(source, number, place)}: {bad.reason}", bad.kind, settings)
+    return result, records
+
+
+def _rows_records(task: RowsBatch, settings: RunSettings) -> tuple[BatchResult, list[dict]]:
+    """The good rows of a batch of Parquet rows as records, and the batch's counts so far (a null where
+    text belongs is a bad record, as a JSON null is)."""
+    rows = len(task.columns[settings.json_keys[0]])
+    result = BatchResult(ids={}, lengths={}, lines=rows, bytes=0)
+    records: list[dict] = []
+    for index in range(rows):
+        record = {key: task.columns[key][index] for key in settings.json_keys}
+        null = next((key for key, value in record.items()
+                     if value is None or (isinstance(value, list) and None in value)), None)
+        if null is not None:
+            _bad_record(result, f"{task.location(index)}: column '{null}' is null; fix: drop the row or store text "
+                                "(an empty string is an empty document)", "null value", settings)
             continue
+        result.bytes += sum(len(text.encode("utf-8")) for key in settings.json_keys for text in _texts(record[key]))
         records.append(record)
-        result.special_documents += _holds_special_strings(record, settings.json_keys)
-    for key in settings.json_keys:
-        _encode_field(result, key, [record[key] for record in records])
-    return result
+    return result, records
+
+
+def _bad_record(result: BatchResult, where: str, kind: str, settings: RunSettings) -> None:
+    """Stop on a bad record, or count and remember it when asked to skip them."""
+    if not settings.skip_bad_records:
+        raise UserError(where)
+    result.skipped[kind] += 1
+    if len(result.first_skips) < FIRST_SKIPS:
+        result.first_skips.append(where)
 
 
 def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
@@ -204,7 +237,7 @@ def encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int |
                  writers: dict[str, IndexedWriter], *, workers: int, report: Callable[[Summary], None]) -> Summary:
     """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
     summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
-    with closing(_encoded(settings, batches(path, *byte_range), workers)) as results:
+    with closing(_encoded(settings, batches(path, *byte_range, columns=settings.json_keys), workers)) as results:
         for result in results:
             for key, writer in writers.items():
                 writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))

@@ -1,0 +1,93 @@
+"""Parquet into preprocessing: a file, or a folder of them, gives the bytes the same records give as JSONL,
+whatever the parts and the engine (parts cut at row groups, merged in order); only the text columns are
+read; a bad value names its file, row group and row."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers.common.errors import UserError
+from helpers.corpus.parquet_input import plan_row_groups, row_batches
+from helpers.datasets.indexed import bin_path, idx_path
+from helpers.preprocess import preprocess
+
+KEYS = ("text", "title")
+
+
+def hashes(prefix) -> tuple[str, str]:
+    return (hashlib.sha256(bin_path(prefix).read_bytes()).hexdigest(),
+            hashlib.sha256(idx_path(prefix).read_bytes()).hexdigest())
+
+
+def run(path, prefix, **options):
+    return preprocess(path, prefix, "llama3", KEYS, append_eod=True, progress=False, **options)
+
+
+@pytest.fixture(scope="module")
+def inputs(corpus_dir, tmp_path_factory):
+    """The docs domain of the real corpus as JSONL, as one Parquet file (row groups of 10 rows) and as a
+    folder of two (row groups of 7 and 13), with a column nobody reads; and the JSONL run's outputs."""
+    folder = tmp_path_factory.mktemp("parquet")
+    records = [json.loads(line) for line in (corpus_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    records[3]["text"] = ""  # an empty document, as JSONL has it
+    jsonl = folder / "docs.jsonl"
+    jsonl.write_text("".join(json.dumps({key: r[key] for key in KEYS}) + "\n" for r in records), encoding="utf-8")
+    table = pa.table({"id": [str(i) for i in range(len(records))], "title": [r["title"] for r in records],
+                      "text": [r["text"] for r in records], "unread": list(range(len(records)))})
+    pq.write_table(table, folder / "docs.parquet", row_group_size=10)
+    (folder / "shards").mkdir()
+    pq.write_table(table.slice(0, 30), folder / "shards" / "part-0.parquet", row_group_size=7)
+    pq.write_table(table.slice(30), folder / "shards" / "part-1.parquet", row_group_size=13)
+    return folder, run(jsonl, folder / "jsonl", workers=2)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 7])
+@pytest.mark.parametrize("source", ["docs.parquet", "shards"])
+def test_parquet_gives_the_bytes_of_the_same_records_as_jsonl(inputs, tmp_path, source, parts):
+    folder, from_jsonl = inputs
+    made = run(folder / source, tmp_path / "out", workers=max(2, parts), partitions=parts)
+    for key in KEYS:
+        assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
+    assert (made.documents, made.empty_documents, made.tokens) == (
+        from_jsonl.documents, from_jsonl.empty_documents, from_jsonl.tokens)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 7])
+def test_the_ray_engine_gives_the_same_bytes(ray_cluster, inputs, tmp_path, parts):
+    folder, from_jsonl = inputs
+    made = run(folder / "shards", tmp_path / "ray", partitions=parts, engine="ray")
+    for key in KEYS:
+        assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
+
+
+def test_parts_cut_at_row_groups_with_about_equal_rows(inputs):
+    folder, _ = inputs
+    assert plan_row_groups(folder / "docs.parquet", 1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
+    assert plan_row_groups(folder / "docs.parquet", 2) == [(0, 4), (4, 8)]
+    assert plan_row_groups(folder / "docs.parquet", 20) == [(i, i + 1) for i in range(8)]  # never an empty part
+    ranges = plan_row_groups(folder / "shards", 3)  # 30 rows in 5 groups, then 49 rows in 4
+    assert ranges[0][0] == 0 and ranges[-1][1] == 5 + 4 and len(ranges) == 3
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_only_the_text_columns_are_read_in_batches_that_know_their_rows(inputs):
+    folder, _ = inputs
+    batches = list(row_batches(folder / "shards", 0, None, columns=("text",), batch_bytes=1))
+    assert all(set(b.columns) == {"text"} for b in batches)
+    assert sum(len(b.columns["text"]) for b in batches) == 79
+    second_file = [b for b in batches if b.source.endswith("part-1.parquet")]
+    assert second_file[0].first_row == 0 and second_file[0].row_group == 0
+    assert second_file[1].location(2) == f"{second_file[1].source}: row 15 (row group 1)"
+
+
+def test_a_null_is_skipped_and_counted_when_asked(tmp_path):
+    pq.write_table(pa.table({"text": ["one", None, "three"]}), tmp_path / "in.parquet")
+    with pytest.raises(UserError, match=r"in.parquet: row 1 \(row group 0\): column 'text' is null"):
+        preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", progress=False)
+    made = preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", skip_bad_records=True, progress=False)
+    assert made.documents == 2 and made.skipped == {"null value": 1}
