@@ -46,7 +46,7 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
-from ..corpus.parquet_input import is_parquet
+from ..corpus.columnar import is_columnar
 from ..corpus.ranges import check_input, plan_ranges
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .lsh import candidate_pairs, check_threshold, choose_bands, duplicate_groups, verified_pairs
@@ -110,8 +110,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
         raise UserError("no input; fix: name one or more JSONL files with --input")
     for path in paths:
         check_input(path)
-        if is_parquet(path):
-            raise UserError(f"{path}: cleaning reads JSONL only (preprocessing reads Parquet too); fix: write the "
+        if is_columnar(path):
+            raise UserError(f"{path}: cleaning reads JSONL only (preprocessing reads Parquet and Arrow too); fix: write the "
                             "records as JSONL, one object per line with its text field")
     names = [output_name(path) for path in paths]
     for name in sorted({name for name in names if names.count(name) > 1}):

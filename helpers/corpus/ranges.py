@@ -1,7 +1,7 @@
 """Reading a preprocessing run's input: checked, cut into contiguous ranges, and read in batches that know
 where they are. JSONL is cut into byte ranges at line ends and read as raw lines that know the number of
 their first line in the whole file; Parquet (a file or a folder of them) is cut by row groups and read as
-rows of its text columns (`helpers.corpus.parquet_input`)."""
+rows of its text columns, as are datasets saved by Hugging Face `datasets` (`helpers.corpus.columnar`)."""
 
 from __future__ import annotations
 
@@ -11,22 +11,27 @@ from pathlib import Path
 from typing import Iterator
 
 from ..common.errors import UserError
-from .parquet_input import is_parquet, plan_row_groups, row_batches
+from .columnar import columnar_files, is_columnar, plan_groups, row_batches
 
 BATCH_BYTES = 1 << 20  # raw JSONL per task sent to a worker
 
 
 def check_input(path: Path) -> None:
     """Refuse an input that is missing or empty, before anything is written."""
-    if path.is_dir() and is_parquet(path):
+    if is_columnar(path) and not path.is_file():  # a folder or a glob: its files are checked when listed
         return
     if path.is_dir():
-        raise UserError(f"{path}: a folder with no .parquet file in it; fix: give a JSONL or Parquet file, "
-                        "or a folder of Parquet files")
+        raise UserError(f"{path}: a folder with no .parquet file in it; fix: give a JSONL or Parquet file, a folder "
+                        "of Parquet files or one written by datasets' save_to_disk")
     if not path.is_file():
         raise UserError(f"{path}: no such file; fix: check --input")
     if path.stat().st_size == 0:
         raise UserError(f"{path}: empty file, nothing to preprocess; fix: check --input")
+
+
+def input_files(path: Path) -> list[Path]:
+    """The files an input is read from: the input itself, or a columnar input's files in reading order."""
+    return columnar_files(path) if is_columnar(path) else [path]
 
 
 def _open_input(path: Path):
@@ -37,9 +42,9 @@ def _open_input(path: Path):
 def plan_ranges(path: Path, partitions: int) -> list[tuple[int, int | None]]:
     """Contiguous byte ranges `[start, end)` of about size/P each, every cut moved to just after the next
     newline so that no line is split; empty ranges are dropped. A `.gz` file has no byte offsets to cut
-    at: it is one range, read to its end (end None). Parquet is cut by row groups instead."""
-    if is_parquet(path):
-        return plan_row_groups(path, partitions)
+    at: it is one range, read to its end (end None). Parquet and Arrow are cut by row groups (record batches) instead."""
+    if is_columnar(path):
+        return plan_groups(path, partitions)
     if path.suffix == ".gz":
         return [(0, None)]
     size = path.stat().st_size
@@ -68,8 +73,8 @@ def _count_newlines(handle, length: int) -> int:
 def batches(path: Path, start: int = 0, end: int | None = None, columns: tuple[str, ...] = ("text",)) -> Iterator:
     """Batches of the raw lines in bytes `[start, end)` of the input (end None: to its end), each with the
     number its first line has in the whole file, so that messages name the line a user would look at.
-    A Parquet input gives `RowsBatch`es of its `columns` from row groups `[start, end)` instead."""
-    if is_parquet(path):
+    A columnar input gives `RowsBatch`es of its `columns` from groups `[start, end)` instead."""
+    if is_columnar(path):
         yield from row_batches(path, start, end, columns=columns, batch_bytes=BATCH_BYTES)
         return
     with _open_input(path) as handle:

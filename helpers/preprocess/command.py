@@ -1,4 +1,5 @@
 """JSONL → Megatron `.bin/.idx`, byte-identical to Megatron-LM's `tools/preprocess_data.py`, and faster.
+Parquet and Arrow inputs too (`helpers.corpus.columnar`): the same records give the same bytes.
 
     python -m helpers.preprocess --input data/raw/literature.jsonl --output-prefix data/megatron/literature \\
         --tokenizer llama3 --json-keys text --workers 2 --append-eod
@@ -51,7 +52,7 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.progress import progress_bar
 from ..corpus.jsonl import check_json_keys
-from ..corpus.parquet_input import check_columns, is_parquet
+from ..corpus.columnar import check_columns, is_columnar
 from ..corpus.ranges import check_input, plan_ranges
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
@@ -83,7 +84,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
         raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
                         f"not {workers}; fix: raise --workers or lower --partitions")
     check_input(input_path)
-    if is_parquet(input_path):
+    if is_columnar(input_path):
         check_columns(input_path, json_keys)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
     settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
@@ -124,7 +125,7 @@ class _Progress:
     `log_interval` documents)."""
 
     def __init__(self, path: Path, progress: bool, log_interval: int):
-        total = None if path.suffix == ".gz" or is_parquet(path) else path.stat().st_size  # Parquet: text bytes
+        total = None if path.suffix == ".gz" or is_columnar(path) else path.stat().st_size  # Parquet: text bytes
         self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
         self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
         self.start = time.perf_counter()
@@ -148,7 +149,7 @@ class _Progress:
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, type=Path, help="JSONL file (.gz allowed), a Parquet file, or a folder of Parquet files")
+    parser.add_argument("--input", required=True, type=Path, help="JSONL file (.gz allowed); Parquet: a file, a folder or a glob of them; a folder from save_to_disk")
     parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
     parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")

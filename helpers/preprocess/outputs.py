@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..common.stop_signals import check_signals, signals_held
+from ..corpus.ranges import input_files
 from ..datasets.indexed import IndexedDataset, IndexedWriter
 from ..datasets.sidecar import FORMAT, sidecar_path, write_sidecar
 
@@ -40,7 +41,7 @@ class RunFacts:
         dataset = IndexedDataset(written)
         return {"format": FORMAT, "tokenizer": self.tokenizer, "dtype": dataset.dtype.name,
                 "append_eod": self.append_eod, "parse_special_tokens": self.parse_special_tokens, "json_key": key,
-                "inputs": [{"path": str(self.input_path), "bytes": self.input_path.stat().st_size}],
+                "inputs": [{"path": str(file), "bytes": file.stat().st_size} for file in input_files(self.input_path)],
                 "documents": dataset.document_count, "sequences": len(dataset), "tokens": dataset.num_tokens,
                 "created_by": "helpers.preprocess"}
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
-from ..corpus.parquet_input import RowsBatch
+from ..corpus.columnar import RowsBatch
 from ..corpus.ranges import batches
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context

@@ -1,18 +1,20 @@
-"""Parquet into preprocessing: a file, or a folder of them, gives the bytes the same records give as JSONL,
-whatever the parts and the engine (parts cut at row groups, merged in order); only the text columns are
-read; a bad value names its file, row group and row."""
+"""Parquet and Arrow into preprocessing: a Parquet file, a folder of them, a glob of them, or a dataset saved
+by Hugging Face `datasets` gives the bytes the same records give as JSONL, whatever the parts and the
+engine (parts cut at row groups or record batches, merged in order); only the text columns are read; a
+bad value names its file, group and row."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 
+import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from helpers.common.errors import UserError
-from helpers.corpus.parquet_input import plan_row_groups, row_batches
+from helpers.corpus.columnar import plan_groups, row_batches
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
 
@@ -30,8 +32,9 @@ def run(path, prefix, **options):
 
 @pytest.fixture(scope="module")
 def inputs(corpus_dir, tmp_path_factory):
-    """The docs domain of the real corpus as JSONL, as one Parquet file (row groups of 10 rows) and as a
-    folder of two (row groups of 7 and 13), with a column nobody reads; and the JSONL run's outputs."""
+    """The docs domain of the real corpus as JSONL, as one Parquet file (row groups of 10 rows), as a
+    folder of two (row groups of 7 and 13) and as a dataset saved in 3 Arrow shards, each with a column
+    nobody reads; and the JSONL run's outputs."""
     folder = tmp_path_factory.mktemp("parquet")
     records = [json.loads(line) for line in (corpus_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
     records[3]["text"] = ""  # an empty document, as JSONL has it
@@ -43,11 +46,12 @@ def inputs(corpus_dir, tmp_path_factory):
     (folder / "shards").mkdir()
     pq.write_table(table.slice(0, 30), folder / "shards" / "part-0.parquet", row_group_size=7)
     pq.write_table(table.slice(30), folder / "shards" / "part-1.parquet", row_group_size=13)
+    datasets.Dataset(table).save_to_disk(str(folder / "saved"), num_shards=3)
     return folder, run(jsonl, folder / "jsonl", workers=2)
 
 
 @pytest.mark.parametrize("parts", [1, 2, 7])
-@pytest.mark.parametrize("source", ["docs.parquet", "shards"])
+@pytest.mark.parametrize("source", ["docs.parquet", "shards", "shards/*.parquet", "saved"])
 def test_parquet_gives_the_bytes_of_the_same_records_as_jsonl(inputs, tmp_path, source, parts):
     folder, from_jsonl = inputs
     made = run(folder / source, tmp_path / "out", workers=max(2, parts), partitions=parts)
@@ -58,19 +62,20 @@ def test_parquet_gives_the_bytes_of_the_same_records_as_jsonl(inputs, tmp_path, 
 
 
 @pytest.mark.parametrize("parts", [1, 2, 7])
-def test_the_ray_engine_gives_the_same_bytes(ray_cluster, inputs, tmp_path, parts):
+@pytest.mark.parametrize("source", ["shards", "saved"])
+def test_the_ray_engine_gives_the_same_bytes(ray_cluster, inputs, tmp_path, source, parts):
     folder, from_jsonl = inputs
-    made = run(folder / "shards", tmp_path / "ray", partitions=parts, engine="ray")
+    made = run(folder / source, tmp_path / "ray", partitions=parts, engine="ray")
     for key in KEYS:
         assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
 
 
 def test_parts_cut_at_row_groups_with_about_equal_rows(inputs):
     folder, _ = inputs
-    assert plan_row_groups(folder / "docs.parquet", 1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
-    assert plan_row_groups(folder / "docs.parquet", 2) == [(0, 4), (4, 8)]
-    assert plan_row_groups(folder / "docs.parquet", 20) == [(i, i + 1) for i in range(8)]  # never an empty part
-    ranges = plan_row_groups(folder / "shards", 3)  # 30 rows in 5 groups, then 49 rows in 4
+    assert plan_groups(folder / "docs.parquet", 1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
+    assert plan_groups(folder / "docs.parquet", 2) == [(0, 4), (4, 8)]
+    assert plan_groups(folder / "docs.parquet", 20) == [(i, i + 1) for i in range(8)]  # never an empty part
+    ranges = plan_groups(folder / "shards", 3)  # 30 rows in 5 groups, then 49 rows in 4
     assert ranges[0][0] == 0 and ranges[-1][1] == 5 + 4 and len(ranges) == 3
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
 
@@ -81,7 +86,7 @@ def test_only_the_text_columns_are_read_in_batches_that_know_their_rows(inputs):
     assert all(set(b.columns) == {"text"} for b in batches)
     assert sum(len(b.columns["text"]) for b in batches) == 79
     second_file = [b for b in batches if b.source.endswith("part-1.parquet")]
-    assert second_file[0].first_row == 0 and second_file[0].row_group == 0
+    assert second_file[0].first_row == 0 and second_file[0].group == "row group 0"
     assert second_file[1].location(2) == f"{second_file[1].source}: row 15 (row group 1)"
 
 
@@ -91,3 +96,24 @@ def test_a_null_is_skipped_and_counted_when_asked(tmp_path):
         preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", progress=False)
     made = preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", skip_bad_records=True, progress=False)
     assert made.documents == 2 and made.skipped == {"null value": 1}
+
+
+def test_saved_datasets_are_read_as_their_state_lists_them_or_refused_in_one_line(inputs, tmp_path):
+    folder, _ = inputs
+    assert plan_groups(folder / "saved", 7) == [(0, 1), (1, 2), (2, 3)]  # one record batch per shard
+    splits = tmp_path / "splits"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a"]})}).save_to_disk(str(splits))
+    with pytest.raises(UserError, match="DatasetDict.*fix: name one split's folder"):
+        preprocess(splits, tmp_path / "out", "bytes", progress=False)
+    broken = tmp_path / "broken"
+    datasets.Dataset.from_dict({"text": ["a", "b"]}).save_to_disk(str(broken))
+    arrow = next(broken.glob("*.arrow"))
+    arrow.write_bytes(arrow.read_bytes()[:40])
+    with pytest.raises(UserError, match=r"\.arrow: .*fix: copy or write"):
+        preprocess(broken, tmp_path / "out", "bytes", progress=False)
+    arrow.unlink()
+    with pytest.raises(UserError, match="listed in state.json but missing"):
+        preprocess(broken, tmp_path / "out", "bytes", progress=False)
+    with pytest.raises(UserError, match="matches nothing"):
+        preprocess(tmp_path / "nowhere" / "*.parquet", tmp_path / "out", "bytes", progress=False)
+    assert not list(tmp_path.glob("out*"))

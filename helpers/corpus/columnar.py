@@ -1,0 +1,229 @@
+"""Columnar inputs: Parquet, and datasets saved with Hugging Face `datasets.save_to_disk` (Arrow).
+
+What counts as one (told apart by what is on disk):
+- a `.parquet` file, or a folder of them, read in name order;
+- a folder written by `save_to_disk`: `state.json` lists its `.arrow` files (Arrow's streaming format);
+- a glob of any of these (`'shards/*.parquet'`), its matches in name order.
+
+Only the columns asked for are read, a bounded number of rows at a time (never a whole file). A file is cut
+into groups, its Parquet row groups or the record batches of an Arrow stream, and work is cut by groups the
+way JSONL is cut by byte ranges: a range is `[start, end)` over the groups of all the files in order, so the
+parts read the rows in input order and merge into the bytes of one pass. Each batch stays inside one group
+and knows where its rows are, so a bad value names its file, group and row. pyarrow is imported only here,
+when such an input is given (`pip install -e '.[parquet]'`).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..common.errors import UserError
+
+PARQUET, ARROW = ".parquet", ".arrow"
+SAVED_STATE = "state.json"  # what save_to_disk writes beside its .arrow files
+ROWS_PER_READ = 256  # rows decoded at a time; a batch gathers reads up to the byte budget its caller gives
+
+
+@dataclass(frozen=True)
+class RowsBatch:
+    """Rows of one group of one file, as a worker gets them: the text columns by name, and where they are."""
+
+    source: str  # the file
+    group: str  # "row group 3" or "record batch 3"
+    first_row: int  # the first row's number in its file, from 0
+    columns: dict[str, list]
+
+    def location(self, index: int) -> str:
+        """Where row `index` of this batch is, as a user would look for it."""
+        return f"{self.source}: row {self.first_row + index} ({self.group})"
+
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet  # noqa: F401  (pa.parquet from here on)
+    except ImportError:
+        raise UserError("reading Parquet or Arrow needs pyarrow; fix: pip install -e '.[parquet]' "
+                        "(or pip install pyarrow)") from None
+    return pa
+
+
+def _is_glob(path: Path) -> bool:
+    return glob.has_magic(str(path)) and not path.exists()
+
+
+def _is_saved_dataset(path: Path) -> bool:
+    return path.is_dir() and (path / SAVED_STATE).is_file()
+
+
+def _is_saved_splits(path: Path) -> bool:
+    return path.is_dir() and (path / "dataset_dict.json").is_file()
+
+
+def is_columnar(path: Path) -> bool:
+    """Whether `path` is a columnar input (see the module docstring); a glob always is, or is refused."""
+    if _is_glob(path) or _is_saved_dataset(path) or _is_saved_splits(path):
+        return True
+    if path.is_dir():
+        return any(path.glob(f"*{PARQUET}"))
+    return path.suffix in (PARQUET, ARROW)
+
+
+def columnar_files(path: Path) -> list[Path]:
+    """The files of a columnar input, in reading order."""
+    if _is_glob(path):
+        matches = [Path(match) for match in sorted(glob.glob(str(path)))]
+        if not matches:
+            raise UserError(f"{path}: the pattern matches nothing; fix: check the folder and the pattern")
+        return [file for match in matches for file in columnar_files(match)]
+    if _is_saved_dataset(path):
+        return _saved_files(path)
+    if _is_saved_splits(path):
+        raise UserError(f"{path}: a saved DatasetDict, several splits; fix: name one split's folder, "
+                        f"e.g. {path / 'train'}")
+    if path.is_dir():
+        return sorted(path.glob(f"*{PARQUET}"))
+    if not path.is_file():
+        raise UserError(f"{path}: no such file; fix: check --input")
+    return [path]
+
+
+def _saved_files(folder: Path) -> list[Path]:
+    """The `.arrow` files `save_to_disk` listed in the folder's state.json, in its order."""
+    try:
+        files = [folder / entry["filename"] for entry in json.loads((folder / SAVED_STATE).read_text())["_data_files"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{folder / SAVED_STATE}: not the state of a saved dataset ({error}); fix: save it again "
+                        "with datasets' save_to_disk") from None
+    missing = [file.name for file in files if not file.is_file()]
+    if missing:
+        raise UserError(f"{folder}: {', '.join(missing)} listed in {SAVED_STATE} but missing; fix: copy the "
+                        "whole folder again")
+    return files
+
+
+class _ColumnarFile:
+    """One open file: its schema, its groups' row counts, and the rows of one group."""
+
+    def __init__(self, pa, file: Path):
+        self.pa, self.file = pa, file
+        try:
+            if file.suffix == ARROW:
+                self.stream = pa.memory_map(str(file))
+                self.schema = pa.ipc.open_stream(self.stream).schema
+                self.kind = "record batch"
+            else:
+                self.parquet = pa.parquet.ParquetFile(file)
+                self.schema = self.parquet.schema_arrow
+                self.kind = "row group"
+        except (pa.ArrowException, OSError) as error:
+            raise UserError(f"{file}: not a readable {file.suffix[1:].capitalize()} file ({error}); fix: copy or "
+                            "write it again, whole") from None
+
+    def group_rows(self) -> list[int]:
+        """Rows in each group, in order (an Arrow stream is walked without decoding its columns)."""
+        if self.kind == "row group":
+            metadata = self.parquet.metadata
+            return [metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)]
+        with self._damage_named("its record batches"):
+            self.stream.seek(0)
+            return [batch.num_rows for batch in self.pa.ipc.open_stream(self.stream)]
+
+    def reads(self, index: int, columns: tuple[str, ...]) -> Iterator:
+        """Group `index`, `columns` only, ROWS_PER_READ rows at a time."""
+        with self._damage_named(f"{self.kind} {index}"):
+            if self.kind == "row group":
+                yield from self.parquet.iter_batches(batch_size=ROWS_PER_READ, row_groups=[index],
+                                                     columns=list(columns))
+                return
+            self.stream.seek(0)
+            for number, batch in enumerate(self.pa.ipc.open_stream(self.stream)):
+                if number == index:
+                    chosen = batch.select(list(columns))
+                    for offset in range(0, chosen.num_rows, ROWS_PER_READ):
+                        yield chosen.slice(offset, ROWS_PER_READ)
+                    return
+
+    @contextmanager
+    def _damage_named(self, what: str):
+        """Damage found while decoding: one line naming the file and the part that failed."""
+        try:
+            yield
+        except (self.pa.ArrowException, OSError) as error:
+            raise UserError(f"{self.file}: {what} cannot be read ({error}); fix: copy or write the file again, "
+                            "whole") from None
+
+
+def groups(path: Path) -> list[tuple[_ColumnarFile, int, int, int]]:
+    """Every group of the input, in order: (file, its index in the file, first row in the file, rows)."""
+    pa = _pyarrow()
+    found = []
+    for file in columnar_files(path):
+        opened = _ColumnarFile(pa, file)
+        first = 0
+        for index, rows in enumerate(opened.group_rows()):
+            found.append((opened, index, first, rows))
+            first += rows
+    return found
+
+
+def check_columns(path: Path, columns: tuple[str, ...]) -> None:
+    """Refuse, before anything is written, a file without one of `columns` or with one that holds no text."""
+    pa = _pyarrow()
+    for file in columnar_files(path):
+        schema = _ColumnarFile(pa, file).schema
+        for column in columns:
+            if column not in schema.names:
+                raise UserError(f"{file}: no column '{column}' (columns: {', '.join(schema.names) or 'none'}); "
+                                "fix: name a text column with --json-keys")
+            kind = schema.field(column).type
+            if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+                kind = kind.value_type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                raise UserError(f"{file}: column '{column}' holds {schema.field(column).type}, not strings; "
+                                "fix: name a text column with --json-keys")
+
+
+def plan_groups(path: Path, partitions: int) -> list[tuple[int, int]]:
+    """Contiguous ranges `[start, end)` of the input's groups with about rows/P rows each; empty ranges are
+    dropped (an input of fewer groups than P runs as fewer parts)."""
+    rows = [group[3] for group in groups(path)]
+    total, cuts, seen = sum(rows), [0], 0
+    for index, count in enumerate(rows):
+        seen += count
+        if len(cuts) < partitions and seen * partitions >= total * len(cuts) and index + 1 < len(rows):
+            cuts.append(index + 1)
+    cuts.append(len(rows))
+    return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
+
+
+def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, ...],
+                batch_bytes: int) -> Iterator[RowsBatch]:
+    """The rows of groups `[start, end)` (end None: to the last), `columns` only, in batches of about
+    `batch_bytes` of text that never cross a group."""
+    for opened, index, first, _ in groups(path)[start:end]:
+        gathered: dict[str, list] = {column: [] for column in columns}
+        size, batch_first = 0, first
+        where = f"{opened.kind} {index}"
+        for read in opened.reads(index, columns):
+            for column in columns:
+                values = read.column(column).to_pylist()
+                gathered[column] += values
+                size += sum(_text_bytes(value) for value in values)
+            if size >= batch_bytes:
+                yield RowsBatch(str(opened.file), where, batch_first, gathered)
+                batch_first += len(gathered[columns[0]])
+                gathered, size = {column: [] for column in columns}, 0
+        if gathered[columns[0]]:
+            yield RowsBatch(str(opened.file), where, batch_first, gathered)
+
+
+def _text_bytes(value) -> int:
+    if isinstance(value, str):
+        return len(value)
+    return sum(len(item) for item in value or () if item is not None)
