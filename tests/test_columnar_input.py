@@ -117,3 +117,20 @@ def test_saved_datasets_are_read_as_their_state_lists_them_or_refused_in_one_lin
     with pytest.raises(UserError, match="matches nothing"):
         preprocess(tmp_path / "nowhere" / "*.parquet", tmp_path / "out", "bytes", progress=False)
     assert not list(tmp_path.glob("out*"))
+
+
+def test_the_corpus_written_as_parquet_shards_gives_the_bytes_of_its_jsonl(corpus_dir, tmp_path):
+    from helpers.corpus.parquet_shards import parquet_folder, write_parquet_shards
+
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_bytes((corpus_dir / "docs.jsonl").read_bytes())
+    (parquet_folder(jsonl) / "part-00009.parquet").parent.mkdir(parents=True)
+    (parquet_folder(jsonl) / "part-00009.parquet").write_bytes(b"left by an earlier run")
+    shards = write_parquet_shards(jsonl, rows_per_file=30, rows_per_group=8)
+    assert [p.name for p in shards] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert sorted(parquet_folder(jsonl).iterdir()) == shards  # the stale shard is gone, no temporary is left
+    assert pq.ParquetFile(shards[0]).metadata.num_row_groups == 4  # 30 rows in groups of 8
+    from_jsonl = preprocess(jsonl, tmp_path / "jsonl", "llama3", append_eod=True, progress=False)
+    from_shards = preprocess(parquet_folder(jsonl), tmp_path / "shards", "llama3", append_eod=True, workers=2,
+                             partitions=2, progress=False)
+    assert hashes(from_shards.outputs["text"]) == hashes(from_jsonl.outputs["text"])

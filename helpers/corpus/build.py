@@ -8,6 +8,7 @@ Three domains, one JSONL file each, NeMo-Curator-style records (`text`, `title`,
 - code: the standard library's own `.py` sources, capped at a size.
 
     python -m helpers.corpus --out data/raw
+    python -m helpers.corpus --out data/raw --format parquet   # also data/raw/parquet/DOMAIN/part-*.parquet
 """
 
 from __future__ import annotations
@@ -307,9 +308,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-mb", type=float, default=CODE_MB_DEFAULT,
                         help="megabytes of standard-library code to take")
     parser.add_argument("--force", action="store_true", help="rebuild files that already exist")
+    parser.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
+                        help="parquet: Parquet shards of each domain too, in OUT/parquet/DOMAIN/")
     args = parser.parse_args(argv)
     if args.code_mb <= 0:
         raise UserError(f"--code-mb must be positive, got {args.code_mb}; fix: e.g. --code-mb 2")
     build_corpus(args.out, code_mb=args.code_mb, force=args.force)
+    if args.format == "parquet":
+        from .parquet_shards import write_parquet_shards
+
+        for domain, path in corpus_paths(args.out).items():
+            shards = write_parquet_shards(path)
+            print(f"{domain:<10} {len(shards)} Parquet file(s) -> {shards[0].parent}")
     return 0
 

@@ -43,7 +43,7 @@ class RowsBatch:
         return f"{self.source}: row {self.first_row + index} ({self.group})"
 
 
-def _pyarrow():
+def pyarrow_module():
     try:
         import pyarrow as pa
         import pyarrow.parquet  # noqa: F401  (pa.parquet from here on)
@@ -161,7 +161,7 @@ class _ColumnarFile:
 
 def groups(path: Path) -> list[tuple[_ColumnarFile, int, int, int]]:
     """Every group of the input, in order: (file, its index in the file, first row in the file, rows)."""
-    pa = _pyarrow()
+    pa = pyarrow_module()
     found = []
     for file in columnar_files(path):
         opened = _ColumnarFile(pa, file)
@@ -174,7 +174,7 @@ def groups(path: Path) -> list[tuple[_ColumnarFile, int, int, int]]:
 
 def check_columns(path: Path, columns: tuple[str, ...]) -> None:
     """Refuse, before anything is written, a file without one of `columns` or with one that holds no text."""
-    pa = _pyarrow()
+    pa = pyarrow_module()
     for file in columnar_files(path):
         schema = _ColumnarFile(pa, file).schema
         for column in columns:
