@@ -86,6 +86,7 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     assert m["speedup_vs_megatron_style"] > 0  # recorded; the speed goal lives in benchmarks/
     assert 0 < m["val_token_share"] < 1
     assert m["special_documents_in_corpus"] == 0
+    assert m["parquet_same_bytes"] is True  # the literature domain from Parquet shards, byte for byte
     entry = run_notebook(_notebook("03_index_inspection"), tmp_path / "03.ipynb", {"dataset_dir": str(megatron_dir)})
     assert entry["status"] == "ok", entry.get("error")
     assert entry["metrics"]["check_passed.literature"] is True
