@@ -80,6 +80,10 @@ def columnar_files(path: Path) -> list[Path]:
         matches = [Path(match) for match in sorted(glob.glob(str(path)))]
         if not matches:
             raise UserError(f"{path}: the pattern matches nothing; fix: check the folder and the pattern")
+        others = [match.name for match in matches if not is_columnar(match)]
+        if others:
+            raise UserError(f"{path}: matches {', '.join(others[:3])}, which are neither Parquet nor a saved dataset "
+                            "(a pattern reads those only); fix: give one JSONL file, e.g. cat the files into one")
         return [file for match in matches for file in columnar_files(match)]
     if _is_saved_dataset(path):
         return _saved_files(path)
