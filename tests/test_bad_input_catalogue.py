@@ -55,6 +55,12 @@ def preprocess_args(content: bytes | str, *extra: str, name: str = "input.jsonl"
 
 GOOD = '{"text": "a good record"}\n'
 
+
+def zstd_bytes(text: str) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(text.encode("utf-8"))
+
 def pa_strings():
     """An empty column of strings (a table of no rows)."""
     import pyarrow as pa
@@ -90,6 +96,10 @@ PREPROCESS = [
     Case("no workers", "preprocess", preprocess_args(GOOD, "--workers", "0"), 2, ("--workers", "at least 1")),
     Case("no partitions", "preprocess", preprocess_args(GOOD, "--partitions", "0"), 2, ("--partitions", "at least 1")),
     Case("not gzip", "preprocess", preprocess_args(GOOD, name="input.jsonl.gz"), 2, ("input.jsonl.gz", "fix:")),
+    Case("not zstd", "preprocess", preprocess_args(GOOD, name="input.jsonl.zst"), 2,
+         ("input.jsonl.zst", "not a readable Zstandard file", "fix:")),
+    Case("truncated zstd", "preprocess", preprocess_args(zstd_bytes(GOOD * 50)[:-9], name="input.jsonl.zst"), 2,
+         ("input.jsonl.zst", "truncated", "fix:")),
     Case("output folder is a file", "preprocess",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-prefix", str(jsonl(f, "", "a_file") / "d"),
                     "--tokenizer", "bytes", "--workers", "1"], 2, ("a_file", "fix:")),
@@ -124,9 +134,12 @@ PREPROCESS += [
     Case("Parquet empty file", "preprocess", parquet_args(b""), 2, ("input.parquet", "empty", "fix:")),
     Case("Parquet without rows", "preprocess", parquet_args({"text": pa_strings()}), 2,
          ("input.parquet", "no document", "fix:")),
-    Case("glob of JSONL files", "preprocess",
-         lambda f: ["--input", str(jsonl(f, GOOD).parent / "*.jsonl"), "--output-prefix", str(f.parent / "out" / "d"),
-                    "--tokenizer", "bytes"], 2, ("*.jsonl", "input.jsonl", "neither Parquet", "fix:")),
+    Case("glob of Parquet and JSONL files", "preprocess",
+         lambda f: parquet_args({"text": ["a"]})(f)[:1] + [str(jsonl(f, GOOD).parent / "input.*")] +
+         parquet_args({"text": ["a"]})(f)[2:], 2, ("input.*", "input.jsonl", "one kind", "fix:")),
+    Case("glob of empty JSONL files", "preprocess",
+         lambda f: ["--input", str(jsonl(f, "", "a.jsonl").parent / "*.jsonl"), "--output-prefix",
+                    str(f.parent / "out" / "d"), "--tokenizer", "bytes"], 2, ("*.jsonl", "empty", "fix:")),
     Case("folder without Parquet", "preprocess",
          lambda f: ["--input", str(f), "--output-prefix", str(f.parent / "out" / "d"), "--tokenizer", "bytes"], 2,
          ("no .parquet file", "fix:")),

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.common.errors import UserError
+from helpers.corpus import columnar
 from helpers.corpus.columnar import plan_groups, row_batches
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
@@ -70,6 +71,21 @@ def test_the_ray_engine_gives_the_same_bytes(ray_cluster, inputs, tmp_path, sour
         assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("source", ["docs.parquet", "saved"])
+def test_groups_read_by_the_worker_or_by_the_planner_give_the_same_bytes(inputs, tmp_path, monkeypatch, source,
+                                                                          workers):
+    folder, from_jsonl = inputs
+    assert all(isinstance(task, columnar.GroupRef) for task in row_batches(
+        folder / source, 0, None, columns=KEYS, batch_bytes=1, refer=True))  # small groups: named, not read
+    monkeypatch.setattr(columnar, "GROUP_TASK_BYTES", 0)  # every group too big to hand over: read in batches
+    assert not any(isinstance(task, columnar.GroupRef) for task in row_batches(
+        folder / source, 0, None, columns=KEYS, batch_bytes=1, refer=True))
+    made = run(folder / source, tmp_path / "out", workers=workers)
+    for key in KEYS:
+        assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
+
+
 def test_parts_cut_at_row_groups_with_about_equal_rows(inputs):
     folder, _ = inputs
     assert plan_groups(folder / "docs.parquet", 1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
@@ -92,8 +108,9 @@ def test_only_the_text_columns_are_read_in_batches_that_know_their_rows(inputs):
 
 def test_a_null_is_skipped_and_counted_when_asked(tmp_path):
     pq.write_table(pa.table({"text": ["one", None, "three"]}), tmp_path / "in.parquet")
-    with pytest.raises(UserError, match=r"in.parquet: row 1 \(row group 0\): column 'text' is null"):
-        preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", progress=False)
+    for workers in (1, 2):  # read by this process, and by a worker
+        with pytest.raises(UserError, match=r"in.parquet: row 1 \(row group 0\): column 'text' is null"):
+            preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", workers=workers, progress=False)
     made = preprocess(tmp_path / "in.parquet", tmp_path / "out", "bytes", skip_bad_records=True, progress=False)
     assert made.documents == 2 and made.skipped == {"null value": 1}
 

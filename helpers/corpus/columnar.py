@@ -9,14 +9,20 @@ Only the columns asked for are read, a bounded number of rows at a time (never a
 into groups, its Parquet row groups or the record batches of an Arrow stream, and work is cut by groups the
 way JSONL is cut by byte ranges: a range is `[start, end)` over the groups of all the files in order, so the
 parts read the rows in input order and merge into the bytes of one pass. Each batch stays inside one group
-and knows where its rows are, so a bad value names its file, group and row. pyarrow is imported only here,
-when such an input is given (`pip install -e '.[parquet]'`).
+and knows where its rows are, so a bad value names its file, group and row.
+
+Who decodes: a group whose text columns are small (`GROUP_TASK_BYTES`, from the Parquet footer or the Arrow
+batch's buffers) can travel as a `GroupRef`, a few numbers, and be read whole by the worker that encodes it,
+so decoding runs in parallel and no text crosses a pipe; a larger group is read in batches by the process
+that plans the work, as JSONL lines are. pyarrow is imported only here, when such an input is given
+(`pip install -e '.[parquet]'`).
 """
 
 from __future__ import annotations
 
 import glob
 import json
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,7 @@ from ..common.errors import UserError
 PARQUET, ARROW = ".parquet", ".arrow"
 SAVED_STATE = "state.json"  # what save_to_disk writes beside its .arrow files
 ROWS_PER_READ = 256  # rows decoded at a time; a batch gathers reads up to the byte budget its caller gives
+GROUP_TASK_BYTES = 16 << 20  # text in a group that a worker may read whole (larger groups go in batches)
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,15 @@ class RowsBatch:
     def location(self, index: int) -> str:
         """Where row `index` of this batch is, as a user would look for it."""
         return f"{self.source}: row {self.first_row + index} ({self.group})"
+
+
+@dataclass(frozen=True)
+class GroupRef:
+    """One group named, not read: the file, the group's index in it, its first row; `read_group` reads it."""
+
+    source: str
+    index: int
+    first_row: int
 
 
 def pyarrow_module():
@@ -66,8 +82,12 @@ def _is_saved_splits(path: Path) -> bool:
 
 
 def is_columnar(path: Path) -> bool:
-    """Whether `path` is a columnar input (see the module docstring); a glob always is, or is refused."""
-    if _is_glob(path) or _is_saved_dataset(path) or _is_saved_splits(path):
+    """Whether `path` is a columnar input (see the module docstring); a glob is when it matches one, or
+    nothing (then refused by `columnar_files`)."""
+    if _is_glob(path):
+        matches = [Path(match) for match in glob.glob(str(path))]
+        return not matches or any(map(is_columnar, matches))
+    if _is_saved_dataset(path) or _is_saved_splits(path):
         return True
     if path.is_dir():
         return any(path.glob(f"*{PARQUET}"))
@@ -82,8 +102,8 @@ def columnar_files(path: Path) -> list[Path]:
             raise UserError(f"{path}: the pattern matches nothing; fix: check the folder and the pattern")
         others = [match.name for match in matches if not is_columnar(match)]
         if others:
-            raise UserError(f"{path}: matches {', '.join(others[:3])}, which are neither Parquet nor a saved dataset "
-                            "(a pattern reads those only); fix: give one JSONL file, e.g. cat the files into one")
+            raise UserError(f"{path}: matches Parquet or saved datasets and also {', '.join(others[:3])}; fix: a "
+                            "pattern that matches one kind, e.g. '*.parquet' or '*.jsonl'")
         return [file for match in matches for file in columnar_files(match)]
     if _is_saved_dataset(path):
         return _saved_files(path)
@@ -137,6 +157,19 @@ class _ColumnarFile:
         with self._damage_named("its record batches"):
             self.stream.seek(0)
             return [batch.num_rows for batch in self.pa.ipc.open_stream(self.stream)]
+
+    def group_text_bytes(self, columns: tuple[str, ...]) -> list[int]:
+        """Bytes of `columns` in each group, decoded: from the footer (Parquet) or the batches' buffers
+        (Arrow, memory-mapped: nothing is copied)."""
+        if self.kind == "row group":
+            metadata = self.parquet.metadata
+            return [sum(group.column(c).total_uncompressed_size for c in range(group.num_columns)
+                        if group.column(c).path_in_schema.split(".")[0] in columns)
+                    for group in map(metadata.row_group, range(metadata.num_row_groups))]
+        with self._damage_named("its record batches"):
+            self.stream.seek(0)
+            return [batch.select(list(columns)).get_total_buffer_size()
+                    for batch in self.pa.ipc.open_stream(self.stream)]
 
     def reads(self, index: int, columns: tuple[str, ...]) -> Iterator:
         """Group `index`, `columns` only, ROWS_PER_READ rows at a time."""
@@ -206,25 +239,55 @@ def plan_groups(path: Path, partitions: int) -> list[tuple[int, int]]:
     return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
 
 
-def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, ...],
-                batch_bytes: int) -> Iterator[RowsBatch]:
+def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, ...], batch_bytes: int,
+                refer: bool = False) -> Iterator[RowsBatch | GroupRef]:
     """The rows of groups `[start, end)` (end None: to the last), `columns` only, in batches of about
-    `batch_bytes` of text that never cross a group."""
+    `batch_bytes` of text that never cross a group. With `refer`, a group of at most GROUP_TASK_BYTES comes
+    as a `GroupRef` for the process that encodes it to read (`read_group`)."""
+    sizes: dict[Path, list[int]] = {}
     for opened, index, first, _ in groups(path)[start:end]:
-        gathered: dict[str, list] = {column: [] for column in columns}
-        size, batch_first = 0, first
-        where = f"{opened.kind} {index}"
-        for read in opened.reads(index, columns):
-            for column in columns:
-                values = read.column(column).to_pylist()
-                gathered[column] += values
-                size += sum(_text_bytes(value) for value in values)
-            if size >= batch_bytes:
-                yield RowsBatch(str(opened.file), where, batch_first, gathered)
-                batch_first += len(gathered[columns[0]])
-                gathered, size = {column: [] for column in columns}, 0
-        if gathered[columns[0]]:
+        if refer:
+            if opened.file not in sizes:
+                sizes[opened.file] = opened.group_text_bytes(columns)
+            if sizes[opened.file][index] <= GROUP_TASK_BYTES:
+                yield GroupRef(str(opened.file), index, first)
+                continue
+        yield from _group_batches(opened, index, first, columns, batch_bytes)
+
+
+def _group_batches(opened: _ColumnarFile, index: int, first: int, columns: tuple[str, ...],
+                   batch_bytes: int) -> Iterator[RowsBatch]:
+    """One group's rows in batches of about `batch_bytes` of text."""
+    gathered: dict[str, list] = {column: [] for column in columns}
+    size, batch_first = 0, first
+    where = f"{opened.kind} {index}"
+    for read in opened.reads(index, columns):
+        for column in columns:
+            values = read.column(column).to_pylist()
+            gathered[column] += values
+            size += sum(_text_bytes(value) for value in values)
+        if size >= batch_bytes:
             yield RowsBatch(str(opened.file), where, batch_first, gathered)
+            batch_first += len(gathered[columns[0]])
+            gathered, size = {column: [] for column in columns}, 0
+    if gathered[columns[0]]:
+        yield RowsBatch(str(opened.file), where, batch_first, gathered)
+
+
+_opened_here: dict[tuple[int, str], _ColumnarFile] = {}  # this process's open files, by (pid, path)
+
+
+def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
+    """A referred group read whole, `columns` only, by the process that encodes it (files stay open in it
+    for its next groups; a forked process opens its own)."""
+    key = (os.getpid(), ref.source)
+    if key not in _opened_here:
+        if len(_opened_here) >= 8:
+            _opened_here.clear()
+        _opened_here[key] = _ColumnarFile(pyarrow_module(), Path(ref.source))
+    opened = _opened_here[key]
+    return next(_group_batches(opened, ref.index, ref.first_row, columns, batch_bytes=1 << 62),
+                RowsBatch(ref.source, f"{opened.kind} {ref.index}", ref.first_row, {c: [] for c in columns}))
 
 
 def _text_bytes(value) -> int:

@@ -53,7 +53,7 @@ from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.progress import progress_bar
 from ..corpus.jsonl import check_json_keys
 from ..corpus.columnar import check_columns, is_columnar
-from ..corpus.ranges import check_input, plan_ranges
+from ..corpus.ranges import check_input, input_files, is_compressed, known_size, plan_ranges
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
 from ..engines.choice import ENGINES, check_engine_flags
@@ -96,9 +96,9 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     for final in prefixes.values():
         remove_stale_temporaries(final)
     ranges = plan_ranges(input_path, partitions)
-    if partitions > 1 and input_path.suffix == ".gz":
-        alone = "as one Ray task" if engine == "ray" else f"as one partition with all {workers} workers"
-        print(f"note: {input_path} is compressed, so it cannot be cut into byte ranges; it runs {alone}",
+    if partitions > 1 and len(ranges) < partitions and any(map(is_compressed, input_files(input_path))):
+        print(f"note: {input_path}: a compressed file cannot be cut into byte ranges, so it runs as {len(ranges)} "
+              f"{'Ray task' if engine == 'ray' else 'partition'}{'s' * (len(ranges) > 1)}, not {partitions}",
               file=sys.stderr)
     start = time.perf_counter()
     meter = None
@@ -125,7 +125,7 @@ class _Progress:
     `log_interval` documents)."""
 
     def __init__(self, path: Path, progress: bool, log_interval: int):
-        total = None if path.suffix == ".gz" or is_columnar(path) else path.stat().st_size  # Parquet: text bytes
+        total = known_size(path)  # None for compressed JSONL and for Parquet (whose counts are text bytes)
         self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
         self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
         self.start = time.perf_counter()

@@ -18,7 +18,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
-from ..corpus.columnar import RowsBatch
+from ..corpus.columnar import GroupRef, RowsBatch, read_group
 from ..corpus.ranges import batches
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
@@ -74,11 +74,13 @@ def _init_worker(settings: RunSettings) -> None:
     _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None)
 
 
-def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch) -> BatchResult:
-    """Parse and encode one batch of raw lines, or of Parquet rows (runs in a worker process); the rules
-    for lines and records are `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool
-    allows them."""
+def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> BatchResult:
+    """Parse and encode one batch of raw lines, or of Parquet or Arrow rows, read here when the task only
+    names their group (runs in a worker process); the rules for lines and records are
+    `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
     settings: RunSettings = _worker.settings
+    if isinstance(task, GroupRef):
+        task = read_group(task, settings.json_keys)
     if isinstance(task, RowsBatch):
         result, records = _rows_records(task, settings)
     else:
@@ -237,7 +239,7 @@ def encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int |
                  writers: dict[str, IndexedWriter], *, workers: int, report: Callable[[Summary], None]) -> Summary:
     """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
     summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
-    with closing(_encoded(settings, batches(path, *byte_range, columns=settings.json_keys), workers)) as results:
+    with closing(_encoded(settings, batches(path, *byte_range, columns=settings.json_keys, refer=True), workers)) as results:
         for result in results:
             for key, writer in writers.items():
                 writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))
