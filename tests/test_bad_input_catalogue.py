@@ -153,6 +153,14 @@ def clean_args(content: bytes | str, *extra: str, name: str = "input.jsonl"):
     return make
 
 
+def saved_dataset(folder: Path) -> Path:
+    """A dataset saved by Hugging Face `save_to_disk` under `folder/saved`."""
+    import datasets
+
+    datasets.Dataset.from_dict({"text": ["a", "b"]}).save_to_disk(str(folder / "saved"))
+    return folder / "saved"
+
+
 CLEAN = [
     Case("missing file", "clean", lambda f: ["--input", str(f / "nowhere.jsonl"), "--output-dir",
                                              str(f.parent / "out" / "c"), "--exact"], 2,
@@ -170,9 +178,15 @@ CLEAN = [
     Case("two inputs of one name", "clean",
          lambda f: clean_args(GOOD, "--exact")(f) + ["--input", str(jsonl(f, GOOD)), str(jsonl(Path(
              os.makedirs(f / "twin", exist_ok=True) or f / "twin"), GOOD))], 2, ("input.jsonl", "rename", "fix:")),
-    Case("Parquet", "clean", lambda f: parquet_args({"text": ["a"]})(f)[:2] + ["--output-dir",
-                                                                           str(f.parent / "out" / "c"), "--exact"],
-         2, ("input.parquet", "JSONL only", "fix:")),
+    Case("Parquet null text", "clean", lambda f: parquet_args({"text": ["a", "b", "c", None]})(f)[:2] + [
+        "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2,
+         ("input.parquet: row 3 (row group 1)", "null", "fix:")),
+    Case("Parquet without the column", "clean", lambda f: parquet_args({"body": ["x"], "id": ["1"]})(f)[:2] + [
+        "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2, ("input.parquet", "no column 'text'", "body, id",
+                                                                      "--json-key")),
+    Case("saved dataset", "clean", lambda f: [
+        "--input", str(saved_dataset(f)), "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2,
+         ("saved", "Hugging Face", "to_parquet", "fix:")),
     Case("output folder is a file", "clean",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-dir", str(jsonl(f, "", "a_file")), "--exact"], 2,
          ("a_file", "fix:")),

@@ -1,13 +1,18 @@
-"""Cleaning and deduplication of JSONL before it is tokenized, with an audit trail.
+"""Cleaning and deduplication of JSONL or Parquet before it is tokenized, with an audit trail.
 
     python -m helpers.clean --input data/raw/literature.jsonl data/raw/docs.jsonl data/raw/code.jsonl \\
         --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
+    python -m helpers.clean --input data/raw/parquet/docs 'more/*.parquet' --output-dir data/clean --exact
 
-Writes `OUT/<input name>` (plain JSONL, `.gz` dropped from the name: the kept records of each input,
-                           in their original order, every field as it
-was except the text when a step changed it), `OUT/removed.jsonl` (every record that did not make it, with
-the step that removed it and the record it duplicates) and `OUT/report.json` (per input and step,
-documents and bytes in, removed and out). Steps, always in this order:
+Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders of Parquet files and quoted globs of either; a
+folder or a glob stands for its files, each an input of its own (datasets saved by Hugging Face `save_to_disk`
+are refused: `to_parquet` them first). The text is the field, or column, `--json-key`. Writes, per input
+file, `OUT/<its name>`: the kept records in their original order, every field as it was except the text
+when a step changed it; JSONL as plain JSONL (`.gz` or `.zst` dropped from the name), Parquet as Parquet with the
+input's schema and one row group per input row group that keeps a row. Also `OUT/removed.jsonl` (every
+record that did not make it, with the step that removed it and the record it duplicates, named by line, or
+by row and row group for Parquet) and `OUT/report.json` (per input and step, documents and bytes in,
+removed and out; a Parquet input's bytes are those of its texts). Steps, always in this order:
 
 - `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
   `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
@@ -22,14 +27,15 @@ documents and bytes in, removed and out). Steps, always in this order:
   are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are character
   n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact Jaccard.
 
-Each input is cut into contiguous byte ranges at line ends (`--parts`, default one per worker); every pass
-runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests,
+Each input is cut into contiguous ranges (`--parts`, default one per worker): bytes cut at line ends, or
+Parquet row groups (`helpers.clean.parquet`: the first passes read only the text and `id` columns); every
+pass runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests,
 counts or signatures, never texts, so memory stays bounded; the decisions are taken once, by this process,
 in input order; the last pass writes each range's kept records into a part file, and the parts are joined
-in order. So the output does not depend on the engine or on the number of parts. A bad record stops the run
-with one line naming file and line (or, with `--skip-bad-records`, is skipped, and listed in
-`removed.jsonl`). Outputs move into place together when all are complete; a failed, interrupted or
-terminated run leaves none.
+in order. So the output does not depend on the engine or on the number of parts. A bad record (for
+Parquet, a null text) stops the run with one line naming file and line, or row and row group (or, with
+`--skip-bad-records`, is skipped, and listed in `removed.jsonl`). Outputs move into place together when all
+are complete; a failed, interrupted or terminated run leaves none.
 """
 
 from __future__ import annotations
@@ -46,10 +52,10 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
-from ..corpus.columnar import is_columnar
-from ..corpus.ranges import check_input, plan_ranges
+from ..corpus.ranges import is_compressed, plan_ranges
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .lsh import candidate_pairs, check_threshold, choose_bands, duplicate_groups, verified_pairs
+from .parquet import input_files, is_parquet, join_parquet_parts, range_bytes, read_columns
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
 from .shingles import estimated_jaccard
@@ -70,16 +76,14 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, text_key=text_key, skip_bad_records=skip_bad_records)
     parts = parts or workers
-    _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
-                   ray_address=ray_address)
+    paths = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
+                           ray_address=ray_address)
+    columns = [read_columns(path, text_key) if is_parquet(path) else () for path in paths]  # refuses a bad column
     out.mkdir(parents=True, exist_ok=True)
     outputs = [output_name(path) for path in paths]
     for name in [*outputs, REMOVED, REPORT]:
         remove_stale_temporaries(out / name)
-    ranges = [(index, path, start, end) for index, path in enumerate(paths) for start, end in plan_ranges(path, parts)]
-    tasks = [RangeTask(input_index=index, path=str(path.resolve()), start=start, end=end, index=number)
-             for number, (index, path, start, end) in enumerate(ranges)]
-    run = _Run(settings=settings, tasks=tasks, names=[path.name for path in paths], outputs=outputs, out=out,
+    run = _Run(settings=settings, tasks=_tasks(paths, columns, parts), paths=paths, outputs=outputs, out=out,
                progress=progress)
     started = time.perf_counter()
     try:
@@ -88,14 +92,23 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
             report = run.execute(runner)
     finally:  # once every worker has stopped: none can write a part after this
         run.remove_temporaries()
-    report.update(engine=engine, workers=workers, parts=len(tasks), seconds_total=time.perf_counter() - started)
+    report.update(engine=engine, workers=workers, parts=len(run.tasks), seconds_total=time.perf_counter() - started)
     write_text_atomically(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
 
 
+def _tasks(paths: list[Path], columns: list[tuple[str, ...]], parts: int) -> list[RangeTask]:
+    """Every input's ranges, in input order; a Parquet file without rows has one empty range, so that its
+    output is written too (with its schema, and no row)."""
+    ranges = [(index, path, start, end) for index, path in enumerate(paths)
+              for start, end in plan_ranges(path, parts) or [(0, 0)]]
+    return [RangeTask(input_index=index, path=str(path.resolve()), start=start, end=end, index=number,
+                      columns=columns[index]) for number, (index, path, start, end) in enumerate(ranges)]
+
+
 def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
-                   engine: str, ray_address: str | None) -> None:
-    """Refuse, before anything is written, what cannot give a sound run."""
+                   engine: str, ray_address: str | None) -> list[Path]:
+    """Refuse, before anything is written, what cannot give a sound run; the files the inputs stand for."""
     if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
     check_engine_flags(engine, workers, ray_address, ("--parts", parts))
@@ -107,12 +120,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
         raise UserError(f"--ngram {settings.ngram} --num-perm {settings.num_perm}: need at least 1 word and 2 "
                         "permutations; fix: e.g. --ngram 5 --num-perm 128")
     if not paths:
-        raise UserError("no input; fix: name one or more JSONL files with --input")
-    for path in paths:
-        check_input(path)
-        if is_columnar(path):
-            raise UserError(f"{path}: cleaning reads JSONL only (preprocessing reads Parquet and Arrow too); fix: write the "
-                            "records as JSONL, one object per line with its text field")
+        raise UserError("no input; fix: name one or more JSONL or Parquet files with --input")
+    paths = [file for path in paths for file in input_files(path)]
     names = [output_name(path) for path in paths]
     for name in sorted({name for name in names if names.count(name) > 1}):
         raise UserError(f"two inputs would both be written as {name} (each output is named after its input); "
@@ -124,11 +133,13 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
             raise UserError(f"{path}: --output-dir {out} would overwrite this input; fix: choose another folder")
     if out.exists() and not out.is_dir():
         raise UserError(f"--output-dir {out}: a file, not a folder; fix: name a folder")
+    return paths
 
 
 def output_name(path: Path) -> str:
-    """The name of an input's cleaned output: the input's own, less `.gz` (the output is plain JSONL)."""
-    return path.name[:-len(".gz")] if path.suffix == ".gz" else path.name
+    """The name of an input file's cleaned output: the file's own, less `.gz` or `.zst` (the output is plain
+    JSONL)."""
+    return path.name[:-len(path.suffix)] if is_compressed(path) else path.name
 
 
 
@@ -136,10 +147,13 @@ def output_name(path: Path) -> str:
 class _Run:
     """One cleaning run: its passes, its decisions between them, and its outputs."""
 
-    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], names: list[str], outputs: list[str], out: Path,
-                 progress: bool):
+    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], paths: list[Path], outputs: list[str],
+                 out: Path, progress: bool):
         self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
-        self.names, self.outputs = names, outputs  # the inputs' file names (reports), their outputs' names
+        self.paths, self.outputs = paths, outputs  # the input files, their outputs' names
+        self.names = [path.name for path in paths]  # what the reports call them
+        self.parquet = [is_parquet(path) for path in paths]
+        self.sizes = [_task_bytes(task) for task in tasks]
         self.seconds: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
@@ -152,7 +166,7 @@ class _Run:
 
     def _pass(self, runner, name: str, jobs: list[tuple], documents: int | None = None) -> list:
         """Run one pass over every range, with a progress bar in bytes; its time goes in the report."""
-        sizes = [(task.end if task.end is not None else os.path.getsize(task.path)) - task.start for task in self.tasks]
+        sizes = self.sizes
         start = time.perf_counter()
         with progress_bar(total=sum(sizes), unit="B", unit_scale=True, desc=f"clean: {name}",
                           disable=not self.progress) as bar:
@@ -182,7 +196,7 @@ class _Run:
         self._write(runner, documents, offsets, repeated)
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
                for index in range(len(self.names))]
-        removed = removed_lines(documents, self.names, bad)
+        removed = removed_lines(documents, self.names, bad, self.parquet)
         file_bytes = [sum(s.input_bytes for s, task in zip(scans, tasks) if task.input_index == index)
                       for index in range(len(self.names))]
         steps = [step for step in STEPS if getattr(settings, step)]
@@ -310,13 +324,11 @@ class _Run:
         for index, name in enumerate(self.outputs):
             joined = temporary_name(self.out / name)
             self.temporaries.append(joined)
-            with open(joined, "wb") as out:
-                for task, part in zip(self.tasks, parts):
-                    if task.input_index == index:
-                        with open(part, "rb") as handle:
-                            while block := handle.read(16 << 20):
-                                out.write(block)
-                        part.unlink()
+            mine = [part for task, part in zip(self.tasks, parts) if task.input_index == index]
+            if self.parquet[index]:
+                join_parquet_parts(mine, joined, self.paths[index])
+            else:
+                _join_bytes(mine, joined)
             check_signals()
 
     def _commit(self, removed: list[str]) -> None:
@@ -332,11 +344,31 @@ class _Run:
             os.replace(listing, self.out / REMOVED)
 
 
+def _task_bytes(task: RangeTask) -> int:
+    """A range's size for the progress bars: its bytes of JSONL, or its row groups' (uncompressed)."""
+    if task.parquet:
+        return range_bytes(task.path, task.start, task.end)
+    return (task.end if task.end is not None else os.path.getsize(task.path)) - task.start
+
+
+def _join_bytes(parts: list[Path], joined: Path) -> None:
+    """JSONL parts, in order, into one file, 16 MiB at a time; each part is removed once copied."""
+    with open(joined, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as handle:
+                while block := handle.read(16 << 20):
+                    out.write(block)
+            part.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, nargs="+", type=Path, help="JSONL files (.gz allowed)")
+    parser.add_argument("--input", required=True, nargs="+", type=Path,
+                        help="JSONL files (.gz, .zst allowed), Parquet files, folders of Parquet files or quoted globs of "
+                             "either (each file an input)")
     parser.add_argument("--output-dir", required=True, type=Path,
-                        help="writes OUT/<input name>, removed.jsonl, report.json")
+                        help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
+                             "report.json")
     parser.add_argument("--normalize", action="store_true", help="NFC, line ends, control characters, empty-line runs")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
@@ -347,12 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
     parser.add_argument("--ngram", type=int, default=5, help="words per shingle (--fuzzy)")
     parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (--fuzzy)")
-    parser.add_argument("--json-key", default="text", help="the field holding the text")
+    parser.add_argument("--json-key", default="text", help="the field (JSONL) or column (Parquet) holding the text")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
-    parser.add_argument("--parts", type=int, default=None, help="byte ranges per input (default: --workers)")
+    parser.add_argument("--parts", type=int, default=None,
+                        help="ranges per input, of bytes or of Parquet row groups (default: --workers)")
     parser.add_argument("--engine", choices=ENGINES, default="local", help="local processes, or Ray tasks")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster (--engine ray), e.g. HEAD:6379")
-    parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, listing each in removed.jsonl")
+    parser.add_argument("--skip-bad-records", action="store_true",
+                        help="skip bad lines (and null Parquet texts), listing each in removed.jsonl")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,

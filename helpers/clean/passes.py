@@ -1,6 +1,7 @@
-"""The passes of `helpers.clean` over one byte range of one input, run in worker processes or as Ray
-tasks: each reads its range again, finds the same good records in the same order, and returns small
-arrays (digests, counts, signatures), never texts, so memory stays bounded whatever the corpus size.
+"""The passes of `helpers.clean` over one range of one input (bytes of a JSONL file, row groups of a
+Parquet file: `helpers.clean.parquet`), run in worker processes or as Ray tasks: each reads its range
+again, finds the same good records in the same order, and returns small arrays (digests, counts,
+signatures), never texts, so memory stays bounded whatever the corpus size.
 Decisions between passes (which documents go) are the driver's; a pass only applies them."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
 from ..corpus.ranges import batches
+from .parquet import parquet_records, write_parquet_part
 from .shingles import signatures
 from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
 
@@ -40,29 +42,35 @@ class CleanSettings:
 
 @dataclass(frozen=True)
 class RangeTask:
-    """One contiguous byte range `[start, end)` of one input (end None: to its end); paths are absolute."""
+    """One contiguous range `[start, end)` of one input: bytes of JSONL (end None: to its end), or row
+    groups of Parquet, whose `columns` are those the first passes read; paths are absolute."""
 
     input_index: int
     path: str
     start: int
     end: int | None
     index: int
+    columns: tuple[str, ...] = ()  # empty for JSONL
+
+    @property
+    def parquet(self) -> bool:
+        return bool(self.columns)
 
 
 @dataclass
 class Scan:
     """What the first pass found in one range: one entry per good record, in order."""
 
-    lines: np.ndarray
-    places: np.ndarray
+    lines: np.ndarray  # line numbers; for Parquet, row numbers in the file (from 0)
+    places: np.ndarray  # places in the line (bare CRs); for Parquet, row group numbers
     ids: list
     raw_bytes: np.ndarray
     bytes_after_normalize: np.ndarray
     empty_after_normalize: np.ndarray
     digests: np.ndarray | None
-    bad: list  # (line, place, kind, reason)
+    bad: list  # (line, place, kind, reason); for Parquet (row, row group, kind, reason)
     blank_lines: int
-    input_bytes: int
+    input_bytes: int  # the file's bytes read; for Parquet, the UTF-8 bytes of its texts
 
 
 @dataclass
@@ -85,7 +93,11 @@ def _record_id(record: dict):
 def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
              counts: dict | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
     """(line, place, raw line, record) of the range's good records. A bad record raises a `UserError`
-    naming file and line, unless `skip_bad_records`: then it goes into `bad` (when given)."""
+    naming file and line, unless `skip_bad_records`: then it goes into `bad` (when given). For Parquet:
+    (row, row group, None, record of the columns read), see `parquet_records`."""
+    if task.parquet:
+        yield from parquet_records(task, settings.text_key, settings.skip_bad_records, bad, counts)
+        return
     for source, first, raw_lines in batches(Path(task.path), task.start, task.end):
         if counts is not None:
             counts["bytes"] += sum(map(len, raw_lines))
@@ -180,7 +192,11 @@ def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, re
     """Last pass: the range's kept records, in order, into the part file `part`: written under a name of
     this process and renamed when complete, so a retried task (Ray may retry one) only writes it again.
     A record whose text is unchanged is copied byte for byte; one whose text changed is the same JSON
-    object with the new text. Returns (records, bytes) written."""
+    object with the new text. Returns (records, bytes) written. A Parquet range is written as Parquet
+    (`write_parquet_part`)."""
+    if task.parquet:
+        return write_parquet_part(task, settings.text_key, removed,
+                                  lambda text: cleaned_text(text, settings, repeated)[0], part)
     written = size = 0
     with written_atomically(part, "wb") as out:
         for position, (_, _, raw, record) in enumerate(_records(task, settings)):

@@ -45,7 +45,8 @@ class Documents:
 
 def step_table(documents: Documents, names: list[str], bad_counts: list[int], file_bytes: list[int],
                steps: list[str]) -> list[dict]:
-    """Per input: for reading (bytes in: the file's, as read, blank lines and all; out: the texts') and each
+    """Per input: for reading (bytes in: the file's, as read, blank lines and all, or for a Parquet input the
+    UTF-8 bytes of its texts, the only column read; out: the texts') and each
     step run, documents and text bytes in, removed (whole records), trimmed (cut from records kept:
     normalising, repeated lines) and out."""
     stage_bytes = {"read": documents.raw_bytes, "normalize": documents.bytes_after_normalize,
@@ -74,34 +75,54 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], fi
     return table
 
 
-def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]) -> list[str]:
+def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]],
+                  parquet: list[bool] | None = None) -> list[str]:
     """The lines of `removed.jsonl`, in (input, line) order: every record removed by a step, and every bad
-    record skipped with `--skip-bad-records`."""
+    record skipped with `--skip-bad-records`. A record of a JSONL input is named by its line (and its place
+    in the line after a bare CR); a row of a Parquet input (`parquet[input]`) by its row and row group."""
+    places = _Places(names, parquet or [False] * len(names))
     entries = []
     for index in np.flatnonzero(documents.removed_by != KEPT):
         step = STEPS[documents.removed_by[index] - 1]
-        entry = {"file": names[documents.input_index[index]], "line": int(documents.lines[index]),
-                 "id": documents.ids[index], "step": step}
-        if documents.places[index]:
-            entry["record_in_line"] = int(documents.places[index])
+        input_index, line, place = (int(documents.input_index[index]), int(documents.lines[index]),
+                                    int(documents.places[index]))
+        entry = {**places.where(input_index, line, place), "id": documents.ids[index], "step": step,
+                 **places.in_line(input_index, place)}
         original = documents.duplicate_of[index]
         if original >= 0:
-            entry["duplicate_of"] = {"file": names[documents.input_index[original]],
-                                     "line": int(documents.lines[original]), "id": documents.ids[original]}
+            where = places.where(int(documents.input_index[original]), int(documents.lines[original]),
+                                 int(documents.places[original]))
+            entry["duplicate_of"] = {**where, "id": documents.ids[original]}
             if step == "fuzzy":
                 entry["similarity"] = round(float(documents.similarity[index]), 4)
         else:
             entry["reason"] = REASONS[step]
-        entries.append(((int(documents.input_index[index]), entry["line"], int(documents.places[index])), entry))
+        entries.append(((input_index, line, place), entry))
     for input_index, records in enumerate(bad):
         for line, place, kind, reason in records:
-            entry = {"file": names[input_index], "line": line, "id": None, "step": "bad record", "kind": kind,
-                     "reason": reason}
-            if place:
-                entry["record_in_line"] = place
+            entry = {**places.where(input_index, line, place), "id": None, "step": "bad record", "kind": kind,
+                     "reason": reason, **places.in_line(input_index, place)}
             entries.append(((input_index, line, place), entry))
     entries.sort(key=lambda item: item[0])
     return [json.dumps(entry, ensure_ascii=False) + "\n" for _, entry in entries]
+
+
+@dataclass(frozen=True)
+class _Places:
+    """How `removed.jsonl` names where a record is, by the kind of its input."""
+
+    names: list[str]
+    parquet: list[bool]
+
+    def where(self, input_index: int, line: int, place: int) -> dict:
+        """File and line, or for Parquet file, row and row group (`place`)."""
+        if self.parquet[input_index]:
+            return {"file": self.names[input_index], "row": line, "row_group": place}
+        return {"file": self.names[input_index], "line": line}
+
+    def in_line(self, input_index: int, place: int) -> dict:
+        """A JSONL record's place in its line, where bare CRs cut it."""
+        return {"record_in_line": place} if place and not self.parquet[input_index] else {}
 
 
 def summary_lines(report: dict) -> list[str]:

@@ -131,7 +131,7 @@ def _saved_files(folder: Path) -> list[Path]:
     return files
 
 
-class _ColumnarFile:
+class ColumnarFile:
     """One open file: its schema, its groups' row counts, and the rows of one group."""
 
     def __init__(self, pa, file: Path):
@@ -196,12 +196,12 @@ class _ColumnarFile:
                             "whole") from None
 
 
-def groups(path: Path) -> list[tuple[_ColumnarFile, int, int, int]]:
+def groups(path: Path) -> list[tuple[ColumnarFile, int, int, int]]:
     """Every group of the input, in order: (file, its index in the file, first row in the file, rows)."""
     pa = pyarrow_module()
     found = []
     for file in columnar_files(path):
-        opened = _ColumnarFile(pa, file)
+        opened = ColumnarFile(pa, file)
         first = 0
         for index, rows in enumerate(opened.group_rows()):
             found.append((opened, index, first, rows))
@@ -213,7 +213,7 @@ def check_columns(path: Path, columns: tuple[str, ...]) -> None:
     """Refuse, before anything is written, a file without one of `columns` or with one that holds no text."""
     pa = pyarrow_module()
     for file in columnar_files(path):
-        schema = _ColumnarFile(pa, file).schema
+        schema = ColumnarFile(pa, file).schema
         for column in columns:
             if column not in schema.names:
                 raise UserError(f"{file}: no column '{column}' (columns: {', '.join(schema.names) or 'none'}); "
@@ -255,7 +255,7 @@ def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, 
         yield from _group_batches(opened, index, first, columns, batch_bytes)
 
 
-def _group_batches(opened: _ColumnarFile, index: int, first: int, columns: tuple[str, ...],
+def _group_batches(opened: ColumnarFile, index: int, first: int, columns: tuple[str, ...],
                    batch_bytes: int) -> Iterator[RowsBatch]:
     """One group's rows in batches of about `batch_bytes` of text."""
     gathered: dict[str, list] = {column: [] for column in columns}
@@ -274,7 +274,7 @@ def _group_batches(opened: _ColumnarFile, index: int, first: int, columns: tuple
         yield RowsBatch(str(opened.file), where, batch_first, gathered)
 
 
-_opened_here: dict[tuple[int, str], _ColumnarFile] = {}  # this process's open files, by (pid, path)
+_opened_here: dict[tuple[int, str], ColumnarFile] = {}  # this process's open files, by (pid, path)
 
 
 def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
@@ -284,7 +284,7 @@ def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
     if key not in _opened_here:
         if len(_opened_here) >= 8:
             _opened_here.clear()
-        _opened_here[key] = _ColumnarFile(pyarrow_module(), Path(ref.source))
+        _opened_here[key] = ColumnarFile(pyarrow_module(), Path(ref.source))
     opened = _opened_here[key]
     return next(_group_batches(opened, ref.index, ref.first_row, columns, batch_bytes=1 << 62),
                 RowsBatch(ref.source, f"{opened.kind} {ref.index}", ref.first_row, {c: [] for c in columns}))

@@ -1,0 +1,193 @@
+"""Parquet in `helpers.clean`: which files an `--input` names, the rows the passes read, and the part files
+the last pass writes and joins.
+
+An input may be a Parquet file, a folder of them or a quoted glob of them (`'shards/*.parquet'`, or of JSONL
+files); a folder or a glob stands for its files, each an input of its own, cleaned into
+`OUT/<that file's name>`. A range of
+a Parquet input is `[start, end)` over its row groups (`helpers.corpus.ranges`). The first passes read only
+the text column, and `id` where the file has one (the ids `removed.jsonl` names), a bounded number of rows at
+a time. The last pass reads every column of its row groups and writes their kept rows with the input's
+schema: every other column as it was, the text replaced only where a step changed it; one output row group
+per input row group (none for a group left empty), so the joined file is the same for any number of parts
+and either engine. It holds one row group's kept rows at a time (Parquet writes a row group whole), and
+the parts are joined a row group at a time. A null text is a bad record, named by file, row and row group.
+
+Datasets saved with Hugging Face `save_to_disk` (Arrow files) are refused: `dataset.to_parquet(...)` turns
+one into a Parquet file that this reads.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..common.files import written_atomically
+from ..corpus.columnar import ARROW, PARQUET, SAVED_STATE, ColumnarFile, columnar_files, is_columnar, pyarrow_module
+from ..corpus.ranges import batches, check_input
+from ..corpus.ranges import input_files as jsonl_glob_files
+
+NULL_KIND = "null value"
+
+
+# --- which files an --input names ----------------------------------------------------------------
+
+def input_files(path: Path) -> list[Path]:
+    """The files one `--input` stands for: a JSONL or Parquet file itself; a folder's Parquet files, or a
+    glob's matches (JSONL or Parquet, not both), in name order. Refused in one line: what cleaning cannot
+    read or write."""
+    _refuse_saved_dataset(path)
+    if _is_pattern(path) and not is_columnar(path):  # a glob of JSONL files
+        files = jsonl_glob_files(path)
+        for file in files:
+            check_input(file)  # empty
+        return files
+    if path.is_dir() and not is_columnar(path):
+        raise UserError(f"{path}: a folder with no .parquet file in it; fix: give JSONL files, a Parquet file, a "
+                        "folder of Parquet files or a quoted glob of either")
+    if not is_columnar(path):
+        check_input(path)  # missing or empty
+        return [path]
+    files = columnar_files(path)
+    for file in files:
+        _refuse_saved_dataset(file.parent if file.suffix == ARROW else file)
+        if file.suffix != PARQUET:
+            raise UserError(f"{file}: an Arrow file; cleaning reads JSONL and Parquet; fix: write it as Parquet "
+                            "(pyarrow.parquet.write_table) and clean that")
+        check_input(file)  # empty
+    return files
+
+
+def _is_pattern(path: Path) -> bool:
+    return glob.has_magic(str(path)) and not path.exists()
+
+
+def _refuse_saved_dataset(path: Path) -> None:
+    """A folder written by `save_to_disk` (or a DatasetDict's) is refused, naming the way to Parquet."""
+    if path.is_dir() and ((path / SAVED_STATE).is_file() or (path / "dataset_dict.json").is_file()):
+        raise UserError(f"{path}: a dataset saved by Hugging Face datasets (Arrow files); cleaning reads JSONL and "
+                        f"Parquet; fix: write it as Parquet, e.g. load_from_disk('{path}').to_parquet('{path.name}"
+                        ".parquet'), and clean that")
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether an input file (one of `input_files`) is Parquet."""
+    return path.suffix == PARQUET
+
+
+# --- checks and reading ------------------------------------------------------------------------------
+
+def read_columns(file: Path, text_key: str) -> tuple[str, ...]:
+    """The columns the first passes read from `file`: the text, then `id` where there is one. A file without
+    the text column, or with one that holds something else than strings, is refused in one line."""
+    pa = pyarrow_module()
+    schema = ColumnarFile(pa, file).schema
+    if text_key not in schema.names:
+        raise UserError(f"{file}: no column '{text_key}' (columns: {', '.join(schema.names) or 'none'}); fix: name "
+                        "the text column with --json-key")
+    kind = schema.field(text_key).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise UserError(f"{file}: column '{text_key}' holds {kind}, not strings; fix: name the text column with "
+                        "--json-key")
+    return (text_key,) + (("id",) if "id" in schema.names and text_key != "id" else ())
+
+
+def null_reason(key: str) -> str:
+    return f"column '{key}' is null; fix: drop the row or store text (an empty string is an empty document)"
+
+
+def parquet_records(task, text_key: str, skip_bad_records: bool, bad: list | None = None,
+                    counts: dict | None = None) -> Iterator[tuple[int, int, None, dict]]:
+    """(row, row group, None, record) of the range's good rows, `record` holding the columns the first passes
+    read. A null text raises a `UserError` naming file, row and row group, unless `skip_bad_records`: then
+    it goes into `bad` (when given). `counts["bytes"]` adds up the text bytes read."""
+    for batch in batches(Path(task.path), task.start, task.end, columns=task.columns):
+        group = int(batch.group.rsplit(" ", 1)[1])  # "row group 3"
+        texts = batch.columns[text_key]
+        for index, text in enumerate(texts):
+            row = batch.first_row + index
+            if text is None:
+                if not skip_bad_records:
+                    raise UserError(f"{batch.location(index)}: {null_reason(text_key)}")
+                if bad is not None:
+                    bad.append((row, group, NULL_KIND, null_reason(text_key)))
+                continue
+            if counts is not None:
+                counts["bytes"] += len(text.encode("utf-8"))
+            yield row, group, None, {key: batch.columns[key][index] for key in task.columns}
+
+
+def range_bytes(path: str, start: int, end: int) -> int:
+    """The size of row groups `[start, end)` of a Parquet file, uncompressed (for progress bars)."""
+    metadata = pyarrow_module().parquet.ParquetFile(path).metadata
+    return sum(metadata.row_group(index).total_byte_size for index in range(start, end))
+
+
+# --- writing -----------------------------------------------------------------------------------------
+
+def write_parquet_part(task, text_key: str, removed: np.ndarray, rewrite: Callable[[str], str],
+                       part: str) -> tuple[int, int]:
+    """The range's kept rows, every column, into the Parquet file `part` (written under a name of this process,
+    renamed when complete): one row group per input row group that keeps a row, with the input's schema,
+    the text column replaced by `rewrite(text)` where that differs. Returns (rows, text bytes) written."""
+    pa = pyarrow_module()
+    source = ColumnarFile(pa, Path(task.path))
+    kept = _KeptRows(pa, source.schema, text_key, removed, rewrite)
+    with written_atomically(part, "wb") as handle, pa.parquet.ParquetWriter(handle, source.schema) as writer:
+        for group in range(task.start, task.end):
+            pieces = [kept.of(read) for read in source.reads(group, tuple(source.schema.names))]
+            _write_group(pa, writer, pa.Table.from_batches(pieces, schema=source.schema))
+    return kept.rows, kept.bytes
+
+
+def _write_group(pa, writer, table) -> None:
+    """One table as one row group (none when empty), its columns in one chunk each so that the encoding
+    does not depend on how the rows were read."""
+    if table.num_rows:
+        writer.write_table(table.combine_chunks(), row_group_size=table.num_rows)
+
+
+class _KeptRows:
+    """Filters record batches read in order: drops null texts (bad records) and removed rows, rewrites texts."""
+
+    def __init__(self, pa, schema, text_key: str, removed: np.ndarray, rewrite: Callable[[str], str]):
+        self.pa, self.schema, self.text_key, self.removed, self.rewrite = pa, schema, text_key, removed, rewrite
+        self.column = schema.get_field_index(text_key)
+        self.position = 0  # of the next good row, in the range
+        self.rows = self.bytes = 0
+
+    def of(self, read):
+        """The kept rows of `read`, the text changed where `rewrite` changes it."""
+        keep, texts, changed = [], [], False
+        for text in read.column(self.column).to_pylist():
+            if text is None:
+                keep.append(False)
+                continue
+            keep.append(not self.removed[self.position])
+            self.position += 1
+            if keep[-1]:
+                new = self.rewrite(text)
+                changed = changed or new != text
+                texts.append(new)
+                self.bytes += len(new.encode("utf-8"))
+        chosen = read.filter(self.pa.array(keep, self.pa.bool_()))
+        self.rows += chosen.num_rows
+        if changed:
+            field = self.schema.field(self.column)
+            chosen = chosen.set_column(self.column, field, self.pa.array(texts, field.type))
+        return chosen
+
+
+def join_parquet_parts(parts: list[Path], joined: Path, source: Path) -> None:
+    """The parts' row groups, in order, into one Parquet file with `source`'s schema, a row group at a time."""
+    pa = pyarrow_module()
+    schema = ColumnarFile(pa, source).schema
+    with pa.parquet.ParquetWriter(joined, schema) as writer:
+        for part in parts:
+            with pa.parquet.ParquetFile(part) as written:
+                for group in range(written.num_row_groups):
+                    _write_group(pa, writer, written.read_row_group(group))
+            part.unlink()
