@@ -2,7 +2,7 @@
 ours with one partition against ours with several, and ours on the same records as Parquet.
 
     python benchmarks/preprocess_throughput.py [--input X.jsonl] [--tokenizer llama3] [--workers 2]
-        [--partitions 2] [--repeats 3]
+        [--partitions 2] [--repeats 3] [--parquet-mb 50]
         [--megatron-lm PATH]   # or MEGATRON_LM=PATH: a Megatron-LM checkout (e.g. tag core_v0.16.1)
 
 All run as separate processes on the same JSONL, same tokenizer (ours by zoo name, Megatron's on our
@@ -13,7 +13,8 @@ packages the workshop does not install (its training package imports `triton`): 
 MEGATRON_PYTHONPATH. Without a checkout, the reference is benchmarks/megatron_style_baseline.py, and
 the output says so. The default input is the workshop corpus, all three domains in one file. The Parquet
 row writes the same records as one Parquet file (every field a column, row groups of 128 rows) and needs
-pyarrow (the `parquet` extra); its output must equal the JSONL run's.
+pyarrow (the `parquet` extra); its output must equal the JSONL run's. It is measured on the records as
+they are and repeated to `--parquet-mb` MB (50), as a shard of a web corpus is.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=2, help="ours with this many partitions, same workers")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command (the median is shown)")
+    parser.add_argument("--parquet-mb", type=int, default=50,
+                        help="Parquet is also compared on the records repeated to at least this many MB")
     parser.add_argument("--megatron-lm", default=os.environ.get("MEGATRON_LM"), help="Megatron-LM checkout")
     args = parser.parse_args()
 
@@ -116,23 +119,54 @@ def run(args: argparse.Namespace, work: Path) -> None:
         print(f"{name:<22} {seconds:8.2f} {size_mb / seconds:8.2f} {tokens / seconds:12,.0f}")
     print(f"speed-up   {ref_s / ours_s:.1f}x (same {tokens:,} tokens; outputs byte-identical: {identical})")
     print(f"partitions {args.partitions} vs 1: {ours_s / parts_s:.2f}x (outputs byte-identical: {parts_identical})")
-    parquet = as_parquet(source, work / "records.parquet")
-    if parquet is None:
+    if not has_pyarrow():
         print("parquet    not measured: it needs pyarrow (pip install -e '.[parquet]')")
         return
-    parquet_s = timed(ours_cmd("parquet", 1, parquet), env=ours_env, repeats=args.repeats)
-    print(f"{'ours, Parquet input':<22} {parquet_s:8.2f} {size_mb / parquet_s:8.2f} {tokens / parquet_s:12,.0f}")
-    print(f"parquet    {ours_s / parquet_s:.2f}x the JSONL run's rate, same records "
-          f"(outputs byte-identical: {same_dataset(work / 'ours_text_document', work / 'parquet_text_document')})")
+    print(f"{'Parquet vs JSONL':<22} {'MB':>8} {'JSONL s':>8} {'Parquet s':>10} {'ratio':>6}  identical")
+    for copies in sorted({1, max(1, -(-args.parquet_mb * 10**6 // source.stat().st_size))}):
+        jsonl = source if copies == 1 else repeated(source, work / f"x{copies}.jsonl", copies)
+        parquet = as_parquet(jsonl, work / f"x{copies}.parquet")
+        jsonl_s, parquet_s, ratio = paired(ours_cmd(f"j{copies}", 1, jsonl), ours_cmd(f"p{copies}", 1, parquet),
+                                           env=ours_env, repeats=max(args.repeats, 5))
+        same = same_dataset(work / f"j{copies}_text_document", work / f"p{copies}_text_document")
+        print(f"{f'records x{copies}':<22} {jsonl.stat().st_size / 1e6:8.1f} {jsonl_s:8.2f} {parquet_s:10.2f} "
+              f"{ratio:5.2f}x  {same}")
+    print("parquet    ratio: the median over pairs run back to back of JSONL wall time / Parquet wall time, one "
+          "partition; above 1 Parquet is faster. Each run pays pyarrow's import once, which weighs on the small "
+          "input only")
 
 
-def as_parquet(source: Path, target: Path) -> Path | None:
-    """The records of JSONL `source` as one Parquet file, every field a column; None without pyarrow."""
+def paired(command_a: list[str], command_b: list[str], env: dict, repeats: int) -> tuple[float, float, float]:
+    """A and B run in turn, `repeats` pairs after one of each to warm up: their median wall times and the
+    median of the pairs' ratios A/B (a pair shares the machine's mood, so the ratio drifts less than either)."""
+    timed(command_a, env=env), timed(command_b, env=env)
+    pairs = [(timed(command_a, env=env), timed(command_b, env=env)) for _ in range(repeats)]
+    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
+            statistics.median(a / b for a, b in pairs))
+
+
+def has_pyarrow() -> bool:
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow.parquet  # noqa: F401
     except ImportError:
-        return None
+        return False
+    return True
+
+
+def repeated(source: Path, target: Path, copies: int) -> Path:
+    """`source`'s records `copies` times over, one file."""
+    data = source.read_bytes()
+    with open(target, "wb") as out:
+        for _ in range(copies):
+            out.write(data if data.endswith(b"\n") else data + b"\n")
+    return target
+
+
+def as_parquet(source: Path, target: Path) -> Path:
+    """The records of JSONL `source` as one Parquet file, every field a column, row groups of 128 rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     with open(source, encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines if line.strip()]
     pq.write_table(pa.Table.from_pylist(records), target, row_group_size=128)

@@ -10,6 +10,7 @@ import signal
 from collections import Counter, deque
 from contextlib import closing
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -69,7 +70,7 @@ _worker: WorkerState | None = None  # this process's, set by `_init_worker`
 
 def _init_worker(settings: RunSettings) -> None:
     global _worker
-    tokenizer = load_tokenizer(settings.tokenizer)
+    tokenizer = load_tokenizer(settings.tokenizer)  # cached: a forked worker finds the run's own
     specials = sorted(tokenizer.special_tokens, key=len, reverse=True)
     _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None)
 
@@ -165,7 +166,7 @@ def _encode_field(result: BatchResult, key: str, values: list) -> None:
     documents = [_encode_document(value) for value in values]
     sequences = [ids for document in documents for ids in document]
     sequence_lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-    flat = np.fromiter((i for ids in sequences for i in ids), dtype=np.int64, count=int(sequence_lengths.sum()))
+    flat = np.fromiter(chain.from_iterable(sequences), dtype=np.int64, count=int(sequence_lengths.sum()))  # in C
     _check_vocabulary(flat)
     result.ids[key] = flat.astype(_worker.settings.dtype)
     result.lengths[key] = np.fromiter((sum(map(len, document)) for document in documents), dtype=np.int64,
