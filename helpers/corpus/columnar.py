@@ -172,10 +172,11 @@ class ColumnarFile:
                     for batch in self.pa.ipc.open_stream(self.stream)]
 
     def reads(self, index: int, columns: tuple[str, ...]) -> Iterator:
-        """Group `index`, `columns` only, ROWS_PER_READ rows at a time."""
+        """Group `index`, `columns` only, ROWS_PER_READ rows at a time, on this thread (the workers are the
+        parallelism: Arrow's own threads would only contend with them for the cores)."""
         with self._damage_named(f"{self.kind} {index}"):
             if self.kind == "row group":
-                yield from self.parquet.iter_batches(batch_size=ROWS_PER_READ, row_groups=[index],
+                yield from self.parquet.iter_batches(batch_size=ROWS_PER_READ, row_groups=[index], use_threads=False,
                                                      columns=list(columns))
                 return
             self.stream.seek(0)
