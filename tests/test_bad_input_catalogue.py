@@ -153,11 +153,12 @@ def clean_args(content: bytes | str, *extra: str, name: str = "input.jsonl"):
     return make
 
 
-def saved_dataset(folder: Path) -> Path:
-    """A dataset saved by Hugging Face `save_to_disk` under `folder/saved`."""
+def saved_splits(folder: Path) -> Path:
+    """A DatasetDict (a train split) saved by Hugging Face `save_to_disk` under `folder/saved`."""
     import datasets
 
-    datasets.Dataset.from_dict({"text": ["a", "b"]}).save_to_disk(str(folder / "saved"))
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a", "b"]})}).save_to_disk(
+        str(folder / "saved"))
     return folder / "saved"
 
 
@@ -184,9 +185,9 @@ CLEAN = [
     Case("Parquet without the column", "clean", lambda f: parquet_args({"body": ["x"], "id": ["1"]})(f)[:2] + [
         "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2, ("input.parquet", "no column 'text'", "body, id",
                                                                       "--json-key")),
-    Case("saved dataset", "clean", lambda f: [
-        "--input", str(saved_dataset(f)), "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2,
-         ("saved", "Hugging Face", "to_parquet", "fix:")),
+    Case("saved DatasetDict", "clean", lambda f: [
+        "--input", str(saved_splits(f)), "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2,
+         ("saved", "DatasetDict", "fix: name one split's folder")),
     Case("output folder is a file", "clean",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-dir", str(jsonl(f, "", "a_file")), "--exact"], 2,
          ("a_file", "fix:")),

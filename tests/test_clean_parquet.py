@@ -206,14 +206,34 @@ def test_a_glob_of_jsonl_stands_for_its_files_compressed_or_not(inputs, tmp_path
         assert (tmp_path / "globbed" / name).read_bytes() == (tmp_path / "listed" / name).read_bytes()
 
 
-def test_saved_datasets_are_refused_in_one_line(inputs, tmp_path):
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_saved_dataset_is_cleaned_into_one_that_load_from_disk_opens(inputs, tmp_path, parts):
     import datasets
 
     jsonl, _ = inputs
     saved = tmp_path / "saved"
-    datasets.Dataset.from_dict({"text": ["a", "b"]}).save_to_disk(str(saved))
-    with pytest.raises(UserError, match=r"saved: a dataset saved by Hugging Face datasets .*fix: .*to_parquet"):
-        clean([saved], tmp_path / "out", exact=True, progress=False)
+    datasets.Dataset(_table(_records())).save_to_disk(str(saved), num_shards=2)
+    clean([jsonl], tmp_path / "jsonl", **STEPS)
+    clean([saved], tmp_path / "out", parts=parts, workers=parts, **STEPS)
+    cleaned = datasets.load_from_disk(str(tmp_path / "out" / "saved"))
+    kept = [json.loads(line) for line in (tmp_path / "jsonl" / "docs.jsonl").read_text().splitlines()]
+    assert cleaned["text"] == [r["text"] for r in kept] and cleaned["url"] == [r["url"] for r in kept]
+    assert cleaned.features == datasets.load_from_disk(str(saved)).features
+    state = json.loads((tmp_path / "out" / "saved" / "state.json").read_text())
+    assert state["_fingerprint"] != json.loads((saved / "state.json").read_text())["_fingerprint"]
+    removed = _removed(tmp_path / "out")
+    assert [(r["id"], r["step"]) for r in removed] == [(r["id"], r["step"]) for r in _removed(tmp_path / "jsonl")]
+    assert all(r["file"].startswith("saved/data-") and "record_batch" in r for r in removed)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["removed.jsonl", "report.json", "saved"]
+
+
+def test_a_dataset_dict_and_a_folder_without_parquet_are_refused_in_one_line(tmp_path):
+    import datasets
+
+    splits = tmp_path / "splits"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a", "b"]})}).save_to_disk(str(splits))
+    with pytest.raises(UserError, match=r"splits: a saved DatasetDict.*fix: name one split's folder"):
+        clean([splits], tmp_path / "out", exact=True, progress=False)
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="empty: a folder with no .parquet file in it; fix:"):
         clean([tmp_path / "empty"], tmp_path / "out", exact=True, progress=False)

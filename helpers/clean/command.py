@@ -4,15 +4,17 @@
         --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
     python -m helpers.clean --input data/raw/parquet/docs 'more/*.parquet' --output-dir data/clean --exact
 
-Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders of Parquet files and quoted globs of either; a
-folder or a glob stands for its files, each an input of its own (datasets saved by Hugging Face `save_to_disk`
-are refused: `to_parquet` them first). The text is the field, or column, `--json-key`. Writes, per input
-file, `OUT/<its name>`: the kept records in their original order, every field as it was except the text
-when a step changed it; JSONL as plain JSONL (`.gz` or `.zst` dropped from the name), Parquet as Parquet with the
-input's schema and one row group per input row group that keeps a row. Also `OUT/removed.jsonl` (every
-record that did not make it, with the step that removed it and the record it duplicates, named by line, or
-by row and row group for Parquet) and `OUT/report.json` (per input and step, documents and bytes in,
-removed and out; a Parquet input's bytes are those of its texts). Steps, always in this order:
+Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders of Parquet files and quoted globs of either,
+and datasets saved by Hugging Face `save_to_disk`; a folder or a glob stands for its files, each an input of
+its own. The text is the field, or column, `--json-key`. Writes, per input file, `OUT/<its name>`: the kept
+records in their original order, every field as it was except the text when a step changed it; JSONL as
+plain JSONL (`.gz` or `.zst` dropped from the name), Parquet as Parquet with the input's schema and one row
+group per input row group that keeps a row; a saved dataset as one, in `OUT/<its folder's name>/` (its
+Arrow files, a `state.json` listing them, its `dataset_info.json`), which `datasets.load_from_disk` opens.
+Also `OUT/removed.jsonl` (every record that did not make it, with the step that removed it and the record
+it duplicates, named by line, or by row and row group, record batch for Arrow) and `OUT/report.json` (per
+input and step, documents and bytes in, removed and out; a columnar input's bytes are those of its
+texts). Steps, always in this order:
 
 - `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
   `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
@@ -52,10 +54,12 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
+from ..corpus.columnar import SAVED_STATE
 from ..corpus.ranges import is_compressed, plan_ranges
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .lsh import candidate_pairs, check_threshold, choose_bands, duplicate_groups, verified_pairs
-from .parquet import input_files, is_parquet, join_parquet_parts, range_bytes, read_columns
+from .parquet import (group_word, input_files, is_parquet, join_parquet_parts, range_bytes, read_columns,
+                      saved_folder, saved_state)
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
 from .shingles import estimated_jaccard
@@ -81,7 +85,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     columns = [read_columns(path, text_key) if is_parquet(path) else () for path in paths]  # refuses a bad column
     out.mkdir(parents=True, exist_ok=True)
     outputs = [output_name(path) for path in paths]
-    for name in [*outputs, REMOVED, REPORT]:
+    for name in [*outputs, *_saved_metadata(paths), REMOVED, REPORT]:
+        (out / name).parent.mkdir(exist_ok=True)  # a saved dataset's folder
         remove_stale_temporaries(out / name)
     run = _Run(settings=settings, tasks=_tasks(paths, columns, parts), paths=paths, outputs=outputs, out=out,
                progress=progress)
@@ -137,9 +142,24 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
 
 
 def output_name(path: Path) -> str:
-    """The name of an input file's cleaned output: the file's own, less `.gz` or `.zst` (the output is plain
-    JSONL)."""
+    """The name of an input file's cleaned output under OUT: the file's own, less `.gz` or `.zst` (the output
+    is plain JSONL); a saved dataset's Arrow file goes in a folder named as the dataset's."""
+    folder = saved_folder(path)
+    if folder is not None:
+        return f"{folder.name}/{path.name}"
     return path.name[:-len(path.suffix)] if is_compressed(path) else path.name
+
+
+def _saved_metadata(paths: list[Path]) -> dict[str, tuple[Path, list[Path]]]:
+    """For each saved dataset among the inputs, the names under OUT of its state.json and dataset_info.json,
+    with its folder and its Arrow files."""
+    saved: dict[Path, list[Path]] = {}
+    for path in paths:
+        folder = saved_folder(path)
+        if folder is not None:
+            saved.setdefault(folder, []).append(path)
+    return {f"{folder.name}/{name}": (folder, files) for folder, files in saved.items()
+            for name in (SAVED_STATE, "dataset_info.json")}
 
 
 
@@ -151,12 +171,13 @@ class _Run:
                  out: Path, progress: bool):
         self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
         self.paths, self.outputs = paths, outputs  # the input files, their outputs' names
-        self.names = [path.name for path in paths]  # what the reports call them
-        self.parquet = [is_parquet(path) for path in paths]
+        self.names = [output_name(path) if saved_folder(path) else path.name for path in paths]  # in the reports
+        self.parquet = [group_word(path) for path in paths]  # what a group of each is called; None for JSONL
         self.sizes = [_task_bytes(task) for task in tasks]
         self.seconds: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
+        self.metadata: list[str] = []  # saved datasets' state.json and dataset_info.json, under OUT
 
     def remove_temporaries(self) -> None:
         """Remove every file this run wrote under a temporary name, workers' unfinished parts included."""
@@ -330,6 +351,22 @@ class _Run:
             else:
                 _join_bytes(mine, joined)
             check_signals()
+        self._write_saved_metadata()
+
+    def _write_saved_metadata(self) -> None:
+        """Each cleaned saved dataset's state.json (listing its files, a new fingerprint) and its
+        dataset_info.json, under temporary names like the outputs, to move into place with them."""
+        metadata = _saved_metadata(self.paths)
+        for name, (folder, files) in metadata.items():
+            if not name.endswith(SAVED_STATE):
+                continue
+            written = [temporary_name(self.out / output_name(file)) for file in files]
+            state, info = saved_state(folder, [file.name for file in files], written)
+            for text, metadata_name in ((state, name), (info, f"{folder.name}/dataset_info.json")):
+                path = temporary_name(self.out / metadata_name)
+                self.temporaries.append(path)
+                path.write_text(text, encoding="utf-8")
+        self.metadata = list(metadata)
 
     def _commit(self, removed: list[str]) -> None:
         """Write `removed.jsonl`, then move every output into place together."""
@@ -339,7 +376,7 @@ class _Run:
             out.writelines(removed)
         check_signals()
         with signals_held():
-            for name in self.outputs:
+            for name in [*self.outputs, *self.metadata]:
                 os.replace(temporary_name(self.out / name), self.out / name)
             os.replace(listing, self.out / REMOVED)
 
@@ -364,8 +401,8 @@ def _join_bytes(parts: list[Path], joined: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, nargs="+", type=Path,
-                        help="JSONL files (.gz, .zst allowed), Parquet files, folders of Parquet files or quoted globs of "
-                             "either (each file an input)")
+                        help="JSONL files (.gz, .zst allowed), Parquet files, folders of Parquet files, quoted globs of "
+                             "either (each file an input), saved Hugging Face datasets")
     parser.add_argument("--output-dir", required=True, type=Path,
                         help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
                              "report.json")

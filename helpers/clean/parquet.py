@@ -1,24 +1,25 @@
-"""Parquet in `helpers.clean`: which files an `--input` names, the rows the passes read, and the part files
-the last pass writes and joins.
+"""Columnar inputs in `helpers.clean`: which files an `--input` names, the rows the passes read, and the
+part files the last pass writes and joins.
 
 An input may be a Parquet file, a folder of them or a quoted glob of them (`'shards/*.parquet'`, or of JSONL
-files); a folder or a glob stands for its files, each an input of its own, cleaned into
-`OUT/<that file's name>`. A range of
-a Parquet input is `[start, end)` over its row groups (`helpers.corpus.ranges`). The first passes read only
-the text column, and `id` where the file has one (the ids `removed.jsonl` names), a bounded number of rows at
-a time. The last pass reads every column of its row groups and writes their kept rows with the input's
-schema: every other column as it was, the text replaced only where a step changed it; one output row group
-per input row group (none for a group left empty), so the joined file is the same for any number of parts
-and either engine. It holds one row group's kept rows at a time (Parquet writes a row group whole), and
-the parts are joined a row group at a time. A null text is a bad record, named by file, row and row group.
-
-Datasets saved with Hugging Face `save_to_disk` (Arrow files) are refused: `dataset.to_parquet(...)` turns
-one into a Parquet file that this reads.
+files), or a dataset saved by Hugging Face `save_to_disk`; a folder or a glob stands for its files, each an
+input of its own, cleaned into `OUT/<that file's name>`; a saved dataset's Arrow files are cleaned into
+`OUT/<its folder's name>/`, beside a copy of its `dataset_info.json` and a `state.json` listing them, so that
+`datasets.load_from_disk` opens the result. A range of a columnar input is `[start, end)` over its groups
+(row groups, or an Arrow file's record batches: `helpers.corpus.ranges`). The first passes read only the
+text column, and `id` where the file has one (the ids `removed.jsonl` names), a bounded number of rows at a
+time. The last pass reads every column of its groups and writes their kept rows in the input's format and
+schema: every other column as it was, the text replaced only where a step changed it; one output group per
+input group (none for a group left empty), so the joined file is the same for any number of parts and
+either engine. It holds one group's kept rows at a time (Parquet writes a row group whole), and the parts
+are joined a group at a time. A null text is a bad record, named by file, row and group.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -36,10 +37,9 @@ NULL_KIND = "null value"
 # --- which files an --input names ----------------------------------------------------------------
 
 def input_files(path: Path) -> list[Path]:
-    """The files one `--input` stands for: a JSONL or Parquet file itself; a folder's Parquet files, or a
-    glob's matches (JSONL or Parquet, not both), in name order. Refused in one line: what cleaning cannot
-    read or write."""
-    _refuse_saved_dataset(path)
+    """The files one `--input` stands for: a JSONL or Parquet file itself; a folder's Parquet files, a saved
+    dataset's Arrow files, or a glob's matches (JSONL or columnar, not both), in reading order. Refused in
+    one line: what cleaning cannot read or write."""
     if _is_pattern(path) and not is_columnar(path):  # a glob of JSONL files
         files = jsonl_glob_files(path)
         for file in files:
@@ -47,35 +47,33 @@ def input_files(path: Path) -> list[Path]:
         return files
     if path.is_dir() and not is_columnar(path):
         raise UserError(f"{path}: a folder with no .parquet file in it; fix: give JSONL files, a Parquet file, a "
-                        "folder of Parquet files or a quoted glob of either")
+                        "folder of Parquet files, a saved dataset's folder or a quoted glob")
     if not is_columnar(path):
         check_input(path)  # missing or empty
         return [path]
-    files = columnar_files(path)
+    files = columnar_files(path)  # a DatasetDict (several splits) is refused there, naming one split's folder
     for file in files:
-        _refuse_saved_dataset(file.parent if file.suffix == ARROW else file)
-        if file.suffix != PARQUET:
-            raise UserError(f"{file}: an Arrow file; cleaning reads JSONL and Parquet; fix: write it as Parquet "
-                            "(pyarrow.parquet.write_table) and clean that")
         check_input(file)  # empty
     return files
+
+
+def saved_folder(file: Path) -> Path | None:
+    """The folder written by `save_to_disk` that an Arrow file belongs to, if it does."""
+    return file.parent if file.suffix == ARROW and (file.parent / SAVED_STATE).is_file() else None
 
 
 def _is_pattern(path: Path) -> bool:
     return glob.has_magic(str(path)) and not path.exists()
 
 
-def _refuse_saved_dataset(path: Path) -> None:
-    """A folder written by `save_to_disk` (or a DatasetDict's) is refused, naming the way to Parquet."""
-    if path.is_dir() and ((path / SAVED_STATE).is_file() or (path / "dataset_dict.json").is_file()):
-        raise UserError(f"{path}: a dataset saved by Hugging Face datasets (Arrow files); cleaning reads JSONL and "
-                        f"Parquet; fix: write it as Parquet, e.g. load_from_disk('{path}').to_parquet('{path.name}"
-                        ".parquet'), and clean that")
-
-
 def is_parquet(path: Path) -> bool:
-    """Whether an input file (one of `input_files`) is Parquet."""
-    return path.suffix == PARQUET
+    """Whether an input file (one of `input_files`) is columnar: Parquet, or Arrow (a saved dataset's)."""
+    return path.suffix in (PARQUET, ARROW)
+
+
+def group_word(path: Path) -> str | None:
+    """What `removed.jsonl` calls a group of an input file: row_group, record_batch, or None for JSONL."""
+    return {PARQUET: "row_group", ARROW: "record_batch"}.get(path.suffix)
 
 
 # --- checks and reading ------------------------------------------------------------------------------
@@ -121,32 +119,47 @@ def parquet_records(task, text_key: str, skip_bad_records: bool, bad: list | Non
 
 
 def range_bytes(path: str, start: int, end: int) -> int:
-    """The size of row groups `[start, end)` of a Parquet file, uncompressed (for progress bars)."""
-    metadata = pyarrow_module().parquet.ParquetFile(path).metadata
-    return sum(metadata.row_group(index).total_byte_size for index in range(start, end))
+    """The size of groups `[start, end)` of a columnar file, uncompressed (for progress bars)."""
+    opened = ColumnarFile(pyarrow_module(), Path(path))
+    if opened.kind == "row group":
+        metadata = opened.parquet.metadata
+        return sum(metadata.row_group(index).total_byte_size for index in range(start, end))
+    return sum(opened.group_text_bytes(tuple(opened.schema.names))[start:end])
 
 
 # --- writing -----------------------------------------------------------------------------------------
 
 def write_parquet_part(task, text_key: str, removed: np.ndarray, rewrite: Callable[[str], str],
                        part: str) -> tuple[int, int]:
-    """The range's kept rows, every column, into the Parquet file `part` (written under a name of this process,
-    renamed when complete): one row group per input row group that keeps a row, with the input's schema,
-    the text column replaced by `rewrite(text)` where that differs. Returns (rows, text bytes) written."""
+    """The range's kept rows, every column, into the file `part` in the input's format (written under a
+    name of this process, renamed when complete): one row group (record batch) per input group that keeps a
+    row, with the input's schema, the text column replaced by `rewrite(text)` where that differs. Returns
+    (rows, text bytes) written."""
     pa = pyarrow_module()
     source = ColumnarFile(pa, Path(task.path))
     kept = _KeptRows(pa, source.schema, text_key, removed, rewrite)
-    with written_atomically(part, "wb") as handle, pa.parquet.ParquetWriter(handle, source.schema) as writer:
+    with written_atomically(part, "wb") as handle, _writer(pa, handle, source) as writer:
         for group in range(task.start, task.end):
             pieces = [kept.of(read) for read in source.reads(group, tuple(source.schema.names))]
-            _write_group(pa, writer, pa.Table.from_batches(pieces, schema=source.schema))
+            _write_group(writer, pa.Table.from_batches(pieces, schema=source.schema))
     return kept.rows, kept.bytes
 
 
-def _write_group(pa, writer, table) -> None:
-    """One table as one row group (none when empty), its columns in one chunk each so that the encoding
-    does not depend on how the rows were read."""
-    if table.num_rows:
+def _writer(pa, sink, source: ColumnarFile):
+    """A writer of `source`'s format and schema: Parquet, or an Arrow stream as `save_to_disk` writes."""
+    if source.kind == "row group":
+        return pa.parquet.ParquetWriter(sink, source.schema)
+    return pa.ipc.new_stream(sink, source.schema)
+
+
+def _write_group(writer, table) -> None:
+    """One table as one row group or record batch (none when empty), its columns in one chunk each so that
+    the encoding does not depend on how the rows were read."""
+    if not table.num_rows:
+        return
+    if hasattr(writer, "write_batch"):  # an Arrow stream
+        writer.write_table(table.combine_chunks())
+    else:
         writer.write_table(table.combine_chunks(), row_group_size=table.num_rows)
 
 
@@ -182,12 +195,38 @@ class _KeptRows:
 
 
 def join_parquet_parts(parts: list[Path], joined: Path, source: Path) -> None:
-    """The parts' row groups, in order, into one Parquet file with `source`'s schema, a row group at a time."""
+    """The parts' groups, in order, into one file with `source`'s format and schema, a group at a time."""
     pa = pyarrow_module()
-    schema = ColumnarFile(pa, source).schema
-    with pa.parquet.ParquetWriter(joined, schema) as writer:
+    opened = ColumnarFile(pa, source)
+    with open(joined, "wb") as sink, _writer(pa, sink, opened) as writer:
         for part in parts:
-            with pa.parquet.ParquetFile(part) as written:
-                for group in range(written.num_row_groups):
-                    _write_group(pa, writer, written.read_row_group(group))
+            for group in _part_groups(pa, part, opened):
+                _write_group(writer, group)
             part.unlink()
+
+
+def _part_groups(pa, part: Path, source: ColumnarFile) -> Iterator:
+    """The groups of a part file (written in `source`'s format), one table at a time."""
+    if source.kind == "row group":
+        with pa.parquet.ParquetFile(part) as written:
+            for group in range(written.num_row_groups):
+                yield written.read_row_group(group, use_threads=False)
+        return
+    with pa.memory_map(str(part)) as stream:
+        for batch in pa.ipc.open_stream(stream):
+            yield pa.Table.from_batches([batch], schema=source.schema)
+
+
+def saved_state(folder: Path, files: list[str], written: list[Path]) -> tuple[str, str]:
+    """The `state.json` of a cleaned saved dataset, listing its `files`, with a fingerprint of their
+    contents (a new one: the rows differ), and its `dataset_info.json` as the input had it."""
+    state = json.loads((folder / SAVED_STATE).read_text())
+    digest = hashlib.sha256(state.get("_fingerprint", "").encode())
+    for path in written:
+        with open(path, "rb") as handle:
+            while block := handle.read(16 << 20):
+                digest.update(block)
+    state["_data_files"] = [{"filename": name} for name in files]
+    state["_fingerprint"] = digest.hexdigest()[:16]
+    info = folder / "dataset_info.json"
+    return json.dumps(state, indent=2) + "\n", info.read_text() if info.is_file() else "{}\n"

@@ -76,11 +76,12 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], fi
 
 
 def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]],
-                  parquet: list[bool] | None = None) -> list[str]:
+                  parquet: list[str | None] | None = None) -> list[str]:
     """The lines of `removed.jsonl`, in (input, line) order: every record removed by a step, and every bad
     record skipped with `--skip-bad-records`. A record of a JSONL input is named by its line (and its place
-    in the line after a bare CR); a row of a Parquet input (`parquet[input]`) by its row and row group."""
-    places = _Places(names, parquet or [False] * len(names))
+    in the line after a bare CR); a row of a columnar input by its row and its group, under the name
+    `parquet[input]` gives the group ("row_group", or "record_batch" for Arrow)."""
+    places = _Places(names, parquet or [None] * len(names))
     entries = []
     for index in np.flatnonzero(documents.removed_by != KEPT):
         step = STEPS[documents.removed_by[index] - 1]
@@ -112,12 +113,12 @@ class _Places:
     """How `removed.jsonl` names where a record is, by the kind of its input."""
 
     names: list[str]
-    parquet: list[bool]
+    parquet: list[str | None]  # per input, the name of its groups; None for JSONL
 
     def where(self, input_index: int, line: int, place: int) -> dict:
-        """File and line, or for Parquet file, row and row group (`place`)."""
+        """File and line, or for a columnar input file, row and group (`place`)."""
         if self.parquet[input_index]:
-            return {"file": self.names[input_index], "row": line, "row_group": place}
+            return {"file": self.names[input_index], "row": line, self.parquet[input_index]: place}
         return {"file": self.names[input_index], "line": line}
 
     def in_line(self, input_index: int, place: int) -> dict:
