@@ -176,6 +176,10 @@ CLEAN = [
     Case("no step", "clean", clean_args(GOOD), 2, ("no step", "--exact", "fix:")),
     Case("threshold out of range", "clean", clean_args(GOOD, "--fuzzy", "--threshold", "0"), 2,
          ("--threshold 0", "fix:")),
+    Case("bands x rows over num-perm", "clean", clean_args(GOOD, "--fuzzy", "--bands", "20", "--rows", "7"), 2,
+         ("--bands 20 --rows 7", "140 hashes", "--num-perm 128", "fix:")),
+    Case("bands without rows", "clean", clean_args(GOOD, "--fuzzy", "--bands", "20"), 2,
+         ("--bands 20 --rows None", "give both", "fix:")),
     Case("two inputs of one name", "clean",
          lambda f: clean_args(GOOD, "--exact")(f) + ["--input", str(jsonl(f, GOOD)), str(jsonl(Path(
              os.makedirs(f / "twin", exist_ok=True) or f / "twin"), GOOD))], 2, ("input.jsonl", "rename", "fix:")),

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
-from helpers.clean.lsh import candidate_pairs, candidate_probability, choose_bands, duplicate_groups, verified_pairs
+from helpers.clean.lsh import (candidate_pairs, candidate_probability, choose_bands, cluster, duplicate_groups,
+                               s_curve_points, verified_pairs)
 from helpers.clean.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
 
 NUM_PERM = 128
@@ -79,14 +81,45 @@ def test_our_banding_finds_the_pairs_rensa_lsh_finds():
     assert theirs and candidate_pairs(matrix, bands, NUM_PERM // bands) == theirs
 
 
-def test_chosen_bands_make_a_steep_s_curve_at_the_threshold():
-    bands, rows = choose_bands(0.8, NUM_PERM)
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_chosen_bands_catch_pairs_at_the_threshold_with_the_fewest_below_it(threshold):
+    bands, rows = choose_bands(threshold, NUM_PERM)
     assert bands * rows <= NUM_PERM
-    assert candidate_probability(0.5, bands, rows) < 0.01
-    assert candidate_probability(0.95, bands, rows) > 0.99
-    assert 0.7 < (1 / bands) ** (1 / rows) < 0.9
-    lower_bands, lower_rows = choose_bands(0.5, NUM_PERM)
-    assert candidate_probability(0.5, lower_bands, lower_rows) > candidate_probability(0.5, bands, rows)
+    assert candidate_probability(threshold, bands, rows) >= 0.95
+    assert candidate_probability(threshold + 0.02, bands, rows) >= 0.98
+    below = np.linspace(0, threshold, 501)
+    area = np.trapezoid(candidate_probability(below, bands, rows), below)
+    for b in range(1, NUM_PERM + 1):  # every other setting that reaches the same recall lets more through
+        for r in range(1, NUM_PERM // b + 1):
+            if (candidate_probability(threshold, b, r) >= 0.95
+                    and candidate_probability(threshold + 0.02, b, r) >= 0.98):
+                assert np.trapezoid(candidate_probability(below, b, r), below) >= area - 1e-12
+    points = s_curve_points(threshold, bands, rows)
+    assert list(points) == ["T-0.1", "T", "T+0.02", "T+0.05"] and points["T"] >= 0.95
+
+
+def test_a_bucket_of_any_size_is_verified_against_a_few_representatives_only():
+    members = np.arange(5_000)
+    all_copies = cluster(5_000, [members], lambda i, j: True)
+    assert all_copies.roots.tolist() == [0] * 5_000  # every copy joins the first
+    assert (all_copies.comparisons, all_copies.joins, all_copies.most_representatives) == (4_999, 4_999, 1)
+    assert all_copies.bucket_pairs == 5_000 * 4_999 // 2  # what listing pairs would have held
+    strangers = cluster(5_000, [members], lambda i, j: False, representatives=32)
+    assert strangers.most_representatives == 32 and strangers.over_cap == 5_000 - 32
+    assert strangers.comparisons <= 32 * 5_000 and strangers.roots.tolist() == list(range(5_000))
+    again = cluster(5_000, [members, members], lambda i, j: True)  # a second band: one root check each
+    assert again.comparisons == 4_999
+
+
+def test_what_the_representatives_cap_can_miss():
+    # 0..3 are strangers to each other; 4 is a copy of 3 only. With 3 representatives (0, 1, 2) the cap
+    # is full when 3 comes, so 3 is no representative, and 4, which matches only 3, is not joined.
+    copies = {(4, 3)}
+    similar = lambda i, j: (i, j) in copies  # noqa: E731
+    missed = cluster(5, [np.arange(5)], similar, representatives=3)
+    assert missed.roots.tolist() == [0, 1, 2, 3, 4] and missed.over_cap == 2
+    found = cluster(5, [np.arange(5)], similar, representatives=4)
+    assert found.roots.tolist() == [0, 1, 2, 3, 3]
 
 
 def test_verification_and_union_find_keep_the_smallest_of_each_group():

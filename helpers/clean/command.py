@@ -24,10 +24,13 @@ texts). Steps, always in this order:
   `--line-min-count` of the documents still kept is boilerplate, and every occurrence goes (two passes:
   count, then drop); a record left empty goes; the report lists the most repeated lines;
 - `--fuzzy`: MinHash signatures of word 5-grams (rensa, 128 permutations, seed 1), LSH with the bands and
-  rows that suit `--threshold` (said in the report), candidates verified on the whole signature,
-  grouped with union-find; the first record of each group is kept. For comparison, datatrove's defaults
-  are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are character
-  n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact Jaccard.
+  rows chosen for recall at `--threshold` (a pair at T is a candidate with probability 0.95 or more, at
+  T + 0.02 with 0.98; `--bands B --rows R` to set them), each candidate verified on the exact Jaccard of
+  the two shingle sets against its bucket's representatives, grouped with union-find; the first record of
+  each group is kept (`helpers.clean.lsh` says what the worst case can miss). For comparison, datatrove's
+  defaults are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are
+  character n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact
+  Jaccard.
 
 Each input is cut into contiguous ranges (`--parts`, default one per worker): bytes cut at line ends, or
 Parquet row groups (`helpers.clean.parquet`: the first passes read only the text and `id` columns); every
@@ -57,12 +60,12 @@ from ..common.stop_signals import check_signals, signals_held
 from ..corpus.columnar import SAVED_STATE
 from ..corpus.ranges import is_compressed, plan_ranges
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
-from .lsh import candidate_pairs, check_threshold, choose_bands, duplicate_groups, verified_pairs
+from .lsh import band_buckets, check_bands, check_threshold, choose_bands, cluster, s_curve_points
 from .parquet import (group_word, input_files, is_parquet, join_parquet_parts, range_bytes, read_columns,
                       saved_folder, saved_state)
-from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, write_part
+from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, shingle_sets, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
-from .shingles import estimated_jaccard
+from .shingles import sets_jaccard
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
 TOP_LINES = 10
@@ -70,7 +73,8 @@ TOP_LINES = 10
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
           fuzzy: bool = False, threshold: float = 0.8, line_min_count: int = 10, line_min_chars: int = 30,
-          ngram: int = 5, num_perm: int = 128, workers: int = 1, parts: int | None = None, engine: str = "local",
+          ngram: int = 5, num_perm: int = 128, bands: int | None = None, rows: int | None = None, workers: int = 1,
+          parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
           progress: bool = True) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report."""
@@ -78,7 +82,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     out = Path(output_dir)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
-                             num_perm=num_perm, text_key=text_key, skip_bad_records=skip_bad_records)
+                             num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
+                             skip_bad_records=skip_bad_records)
     parts = parts or workers
     paths = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
                            ray_address=ray_address)
@@ -118,6 +123,7 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
     check_engine_flags(engine, workers, ray_address, ("--parts", parts))
     check_threshold(settings.threshold)
+    check_bands(settings.bands, settings.rows, settings.num_perm)
     if settings.line_min_count < 2:
         raise UserError(f"--line-min-count {settings.line_min_count}: a line is repeated from 2 documents on; "
                         "fix: pass 2 or more")
@@ -213,7 +219,7 @@ class _Run:
         if settings.lines or settings.fuzzy:
             self._apply(runner=runner, documents=documents, offsets=offsets, repeated=repeated,
                         wanted=top if settings.lines else frozenset(), line_report=line_report)
-        fuzzy_report = self._fuzzy(documents) if settings.fuzzy else None
+        fuzzy_report = self._fuzzy(runner, documents, offsets, repeated) if settings.fuzzy else None
         self._write(runner, documents, offsets, repeated)
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
                for index in range(len(self.names))]
@@ -224,7 +230,8 @@ class _Run:
         report = {"output_dir": str(self.out), "settings": {
                       "steps": steps, "threshold": settings.threshold, "line_min_count": settings.line_min_count,
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
-                      "num_perm": settings.num_perm, "seed": settings.seed, "text_key": settings.text_key,
+                      "num_perm": settings.num_perm, "bands": settings.bands, "rows": settings.rows,
+                      "seed": settings.seed, "text_key": settings.text_key,
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
                                        file_bytes=file_bytes, steps=steps),
@@ -312,28 +319,55 @@ class _Run:
         self._signatures = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
                             np.concatenate([r.signatures for r in results]))
 
-    def _fuzzy(self, documents: Documents) -> dict:
-        """Group near-duplicates (verified LSH candidates, union-find); all but each group's first go."""
+    def _fuzzy(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> dict:
+        """Group near-duplicates: LSH buckets, each member verified exactly against its bucket's
+        representatives (`helpers.clean.lsh`), union-find; all but each group's first go."""
         start = time.perf_counter()
         rows, matrix = self._signatures
-        bands, rows_per_band = choose_bands(self.settings.threshold, self.settings.num_perm)
-        candidates = candidate_pairs(matrix, bands, rows_per_band)
-        verified = verified_pairs(matrix, candidates, self.settings.threshold)
-        roots = duplicate_groups(len(rows), verified)
+        settings = self.settings
+        chosen = settings.bands is None
+        bands, rows_per_band = (choose_bands(settings.threshold, settings.num_perm) if chosen
+                                else (settings.bands, settings.rows))
+        in_bucket = np.zeros(len(rows), bool)
+        for members in band_buckets(matrix, bands, rows_per_band):
+            in_bucket[members] = True
+        self.seconds["fuzzy lsh"] = time.perf_counter() - start
+        sets = self._shingle_sets(runner, documents, offsets, repeated, rows[in_bucket])
+        start = time.perf_counter()
+        found = cluster(len(rows), band_buckets(matrix, bands, rows_per_band),
+                        lambda i, j: sets.jaccard(rows[i], rows[j]) >= settings.threshold)
+        roots = found.roots
         duplicate = roots != np.arange(len(rows))
         documents.duplicate_of[rows[duplicate]] = rows[roots[duplicate]]
-        documents.similarity[rows[duplicate]] = estimated_jaccard(matrix[duplicate], matrix[roots[duplicate]])
+        documents.similarity[rows[duplicate]] = [sets.jaccard(rows[i], rows[roots[i]]) for i in np.flatnonzero(duplicate)]
         mask = np.zeros(len(documents), bool)
         mask[rows[duplicate]] = True
         documents.remove(mask, "fuzzy")
-        self.seconds["fuzzy lsh"] = time.perf_counter() - start
+        sets.close()
+        self.seconds["fuzzy lsh"] += time.perf_counter() - start
         self.rates["fuzzy lsh"] = len(rows) / max(self.seconds["fuzzy lsh"], 1e-9)
-        return {"threshold": self.settings.threshold, "ngram": self.settings.ngram,
-                "num_perm": self.settings.num_perm, "bands": bands, "rows": rows_per_band,
-                "documents_signed": int(len(rows)), "candidate_pairs": len(candidates),
-                "verified_pairs": len(verified), "groups": int(len(np.unique(roots[duplicate]))),
+        return {"threshold": settings.threshold, "ngram": settings.ngram, "num_perm": settings.num_perm,
+                "bands": bands, "rows": rows_per_band,
+                "bands_from": "chosen for recall at the threshold" if chosen else "--bands and --rows",
+                "candidate_probability": s_curve_points(settings.threshold, bands, rows_per_band),
+                "documents_signed": int(len(rows)), "candidate_documents": int(in_bucket.sum()),
+                "buckets": found.buckets, "candidate_pairs": found.bucket_pairs, "comparisons": found.comparisons,
+                "verified_pairs": found.joins, "most_representatives": found.most_representatives,
+                "over_representative_cap": found.over_cap, "groups": int(len(np.unique(roots[duplicate]))),
                 "removed": int(duplicate.sum())}
 
+    def _shingle_sets(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset,
+                      wanted: np.ndarray) -> "_ShingleSets":
+        """The distinct shingles of the documents `wanted` (run indices), written by each range's worker
+        to a hidden file of its own and read from there, memory-mapped, as the check needs them."""
+        flags = np.zeros(len(documents), bool)
+        flags[wanted] = True
+        files = [temporary_name(self.out / REMOVED, f"shingles{task.index}") for task in self.tasks]
+        self.temporaries.extend(files)
+        results = self._pass(runner, "shingle sets", [
+            (shingle_sets, task, self.settings, flags[offsets[k]:offsets[k + 1]], repeated, str(file))
+            for k, (task, file) in enumerate(zip(self.tasks, files))], int(len(wanted)))
+        return _ShingleSets(len(documents), offsets, files, results)
     def _write(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> None:
         """Write every range's kept records into a part file, then join each input's parts in order."""
         masks = self._masks(documents, offsets)
@@ -381,6 +415,33 @@ class _Run:
             os.replace(listing, self.out / REMOVED)
 
 
+class _ShingleSets:
+    """The shingle sets one pass wrote, one file per range, memory-mapped: a document's set by run index."""
+
+    def __init__(self, count: int, offsets: np.ndarray, files: list[Path], results: list):
+        self.files = files
+        self.maps = [np.memmap(file, dtype=np.uint64, mode="r") if file.stat().st_size else np.zeros(0, np.uint64)
+                     for file in files]
+        self.part = np.full(count, -1, np.int64)
+        self.start = np.zeros(count, np.int64)
+        self.end = np.zeros(count, np.int64)
+        for k, (positions, set_offsets) in enumerate(results):
+            where = offsets[k] + positions
+            self.part[where], self.start[where], self.end[where] = k, set_offsets[:-1], set_offsets[1:]
+
+    def of(self, document: int) -> np.ndarray:
+        return self.maps[self.part[document]][self.start[document]:self.end[document]]
+
+    def jaccard(self, first: int, second: int) -> float:
+        """The exact Jaccard similarity of two documents' shingle sets."""
+        return sets_jaccard(self.of(first), self.of(second))
+
+    def close(self) -> None:
+        self.maps = []
+        for file in self.files:
+            file.unlink(missing_ok=True)
+
+
 def _task_bytes(task: RangeTask) -> int:
     """A range's size for the progress bars: its bytes of JSONL, or its row groups' (uncompressed)."""
     if task.parquet:
@@ -416,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
     parser.add_argument("--ngram", type=int, default=5, help="words per shingle (--fuzzy)")
     parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (--fuzzy)")
+    parser.add_argument("--bands", type=int, default=None,
+                        help="LSH bands, with --rows (default: chosen for recall at --threshold)")
+    parser.add_argument("--rows", type=int, default=None, help="rows of each LSH band, with --bands")
     parser.add_argument("--json-key", default="text", help="the field (JSONL) or column (Parquet) holding the text")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     parser.add_argument("--parts", type=int, default=None,
@@ -428,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
                    fuzzy=args.fuzzy, threshold=args.threshold, line_min_count=args.line_min_count,
-                   line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm,
+                   line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
+                   rows=args.rows,
                    workers=args.workers, parts=args.parts, engine=args.engine, ray_address=args.ray_address,
                    skip_bad_records=args.skip_bad_records, text_key=args.json_key, progress=not args.no_progress)
     for line in summary_lines(report):

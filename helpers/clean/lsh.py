@@ -1,19 +1,33 @@
 """Locality-sensitive hashing over MinHash signatures: the bands and rows a threshold calls for, the
-candidate pairs (documents that agree on every row of at least one band), and the groups of verified
-duplicates, of which the first document (smallest index) is kept.
+buckets of documents that agree on every row of a band, and the groups of near-duplicates found in them,
+of which the first document (smallest index) is kept.
 
-Two documents of Jaccard similarity s share a band with probability 1 - (1 - s**r)**b, an S-curve whose
-steepest point is near (1/b)**(1/r). `choose_bands` picks b and r (b * r <= num_perm) that minimise the
-area of false positives below the threshold plus false negatives above it, with equal weights. Candidates
-are then verified on the whole signature (estimated Jaccard >= threshold), which removes most of the false
-positives that banding lets through, as NeMo Curator's optional false-positive check does with exact
-Jaccard. The banding is the one rensa's `RMinHashLSH` does (a test checks the two find the same pairs);
-doing it in numpy over a signature matrix avoids building one Python object per document.
+Two documents of Jaccard similarity s share a band with probability 1 - (1 - s**r)**b, an S-curve.
+`choose_bands` picks it for recall: among b * r <= num_perm, the settings that make a pair at the threshold
+T a candidate with probability at least 0.95, and one at T + 0.02 with at least 0.98, the one that lets
+through the fewest pairs below T (the smallest area under the curve there). A pair that never shares a band
+is never compared: with these settings, at most 5% of the pairs at T and 2% of those at T + 0.02.
+
+Candidates are verified exactly: two documents are joined only when the Jaccard similarity of their
+shingle sets reaches T (the caller's `similar`), never on the signature's estimate, so no pair below T is
+joined directly. Within a bucket, members are not paired with each other (a bucket of n copies would be
+n**2 / 2 pairs): each member, in index order, is compared with the bucket's representatives and joins the
+first it matches; one that matches none becomes a representative, up to `REPRESENTATIVES` of them. What
+this can miss: a member of a bucket whose representatives are full, and which matches none of them, is not
+joined through that bucket (it may still be through another band), and a member similar to a
+non-representative only. Groups are then the union over all buckets of all bands (union-find), so a group
+can chain: A ~ B and B ~ C remove B and C, keeping A, whatever J(A, C) is. Memory is linear in the number
+of documents: each bucket's members and at most `REPRESENTATIVES` representatives at a time.
+
+The banding is the one rensa's `RMinHashLSH` does (a test checks the two find the same pairs); doing it in
+numpy over a signature matrix avoids building one Python object per document.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -21,6 +35,8 @@ from ..common.errors import UserError
 from .shingles import estimated_jaccard
 
 GRID = np.linspace(0.0, 1.0, 1001)
+RECALL_AT_THRESHOLD, RECALL_ABOVE, MARGIN = 0.95, 0.98, 0.02  # a pair at T, and at T + MARGIN, is a candidate
+REPRESENTATIVES = 32  # per bucket: members are verified against these, never against each other
 
 
 def candidate_probability(similarity, bands: int, rows: int):
@@ -35,40 +51,75 @@ def check_threshold(threshold: float) -> None:
 
 
 def choose_bands(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows) with bands * rows <= num_perm minimising false-positive plus false-negative area."""
+    """(bands, rows) with bands * rows <= num_perm for recall at the threshold (see the module docstring)."""
     check_threshold(threshold)
-    best, best_error = (1, num_perm), float("inf")
-    below, above = GRID <= threshold, GRID >= threshold
-    for bands in range(1, num_perm + 1):
-        for rows in range(1, num_perm // bands + 1):
-            probability = candidate_probability(GRID, bands, rows)
-            error = np.trapezoid(probability[below], GRID[below]) + np.trapezoid(1 - probability[above], GRID[above])
-            if error < best_error:
-                best, best_error = (bands, rows), error
+    below = GRID <= threshold
+    best, best_cost = (num_perm, 1), float("inf")
+    for rows in range(1, num_perm + 1):
+        for bands in range(1, num_perm // rows + 1):
+            if (candidate_probability(threshold, bands, rows) >= RECALL_AT_THRESHOLD
+                    and candidate_probability(min(threshold + MARGIN, 1.0), bands, rows) >= RECALL_ABOVE):
+                cost = np.trapezoid(candidate_probability(GRID[below], bands, rows), GRID[below])
+                if cost < best_cost:
+                    best, best_cost = (bands, rows), cost
+                break  # more bands of these rows only let more through
     return best
 
 
-def candidate_pairs(signatures: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
-    """Pairs (i, j), i < j, of signature rows equal on every row of at least one band. Each band's rows
-    are folded into one 64-bit key and the keys sorted, so equal bands sit side by side (two different
-    bands sharing a key is a false candidate, which verification removes)."""
+def check_bands(bands: int | None, rows: int | None, num_perm: int) -> None:
+    """`--bands B --rows R`, given together, each at least 1, B x R hashes within `--num-perm`."""
+    if bands is None and rows is None:
+        return
+    if bands is None or rows is None or bands < 1 or rows < 1:
+        raise UserError(f"--bands {bands} --rows {rows}: give both, each at least 1; fix: e.g. --bands 14 --rows 7, "
+                        "or neither to have them chosen for --threshold")
+    if bands * rows > num_perm:
+        raise UserError(f"--bands {bands} --rows {rows}: {bands * rows} hashes, more than --num-perm {num_perm}; fix: "
+                        f"fewer bands or rows (bands x rows <= {num_perm}), or raise --num-perm")
+
+
+def s_curve_points(threshold: float, bands: int, rows: int) -> dict[str, float]:
+    """The chance of being a candidate at T - 0.1, T, T + 0.02 and T + 0.05: what the report prints."""
+    points = {"T-0.1": threshold - 0.1, "T": threshold, "T+0.02": threshold + MARGIN, "T+0.05": threshold + 0.05}
+    return {name: round(float(candidate_probability(min(max(s, 0.0), 1.0), bands, rows)), 4)
+            for name, s in points.items()}
+
+
+def band_keys(signatures: np.ndarray, band: int, rows: int) -> np.ndarray:
+    """One 64-bit key per document for one band, its rows folded together (two different bands sharing a
+    key is a false candidate, which verification removes)."""
     factors = (np.arange(1, rows + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
-    pairs: set[tuple[int, int]] = set()
+    block = signatures[:, band * rows:(band + 1) * rows].astype(np.uint64)
+    with np.errstate(over="ignore"):
+        return (block * factors).sum(axis=1, dtype=np.uint64)
+
+
+def band_buckets(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.ndarray]:
+    """Each bucket of two or more documents equal on every row of a band, band after band, as the sorted
+    row numbers of its members (keys sorted, so equal bands sit side by side)."""
     for band in range(bands):
-        block = signatures[:, band * rows:(band + 1) * rows].astype(np.uint64)
-        with np.errstate(over="ignore"):
-            keys = (block * factors).sum(axis=1, dtype=np.uint64)
+        keys = band_keys(signatures, band, rows)
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
         sizes = np.diff(np.append(starts, len(keys)))
         for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
-            pairs.update(combinations(sorted(order[start:start + size].tolist()), 2))
+            yield np.sort(order[start:start + size])
+
+
+def candidate_pairs(signatures: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
+    """Pairs (i, j), i < j, of signature rows equal on every row of at least one band: every pair of every
+    bucket, so quadratic in a bucket's size; for small sets and for comparing with other LSH code
+    (`cluster` never lists them)."""
+    pairs: set[tuple[int, int]] = set()
+    for members in band_buckets(signatures, bands, rows):
+        pairs.update(combinations(members.tolist(), 2))
     return pairs
 
 
 def verified_pairs(signatures: np.ndarray, pairs, threshold: float) -> list[tuple[int, int, float]]:
-    """The candidate pairs whose whole-signature estimate reaches the threshold, with that estimate."""
+    """The candidate pairs whose whole-signature estimate reaches the threshold, with that estimate (what
+    the notebook compares exact verification with)."""
     if not pairs:
         return []
     ordered = np.array(sorted(pairs), dtype=np.int64)
@@ -78,16 +129,72 @@ def verified_pairs(signatures: np.ndarray, pairs, threshold: float) -> list[tupl
 
 def duplicate_groups(count: int, pairs) -> np.ndarray:
     """Union-find over the pairs: for each of `count` items, the smallest index of its group."""
-    parent = np.arange(count)
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    groups = _UnionFind(count)
     for first, second, *_ in pairs:
-        a, b = root(first), root(second)
+        groups.join(first, second)
+    return groups.roots()
+
+
+class _UnionFind:
+    """Groups of items 0..count-1 joined pair by pair; each group's root is its smallest item."""
+
+    def __init__(self, count: int):
+        self.parent = list(range(count))
+
+    def root(self, item: int) -> int:
+        parent = self.parent
+        while parent[item] != item:
+            parent[item] = parent[parent[item]]
+            item = parent[item]
+        return item
+
+    def join(self, first: int, second: int) -> None:
+        a, b = self.root(first), self.root(second)
         if a != b:
-            parent[max(a, b)] = min(a, b)
-    return np.array([root(i) for i in range(count)], dtype=np.int64)
+            self.parent[max(a, b)] = min(a, b)
+
+    def roots(self) -> np.ndarray:
+        return np.array([self.root(item) for item in range(len(self.parent))], dtype=np.int64)
+
+
+@dataclass
+class Clusters:
+    """The groups found, and what finding them held and did."""
+
+    roots: np.ndarray  # per document, the smallest index of its group (itself when alone)
+    buckets: int = 0  # buckets of two or more members, over all bands
+    bucket_pairs: int = 0  # pairs sharing a bucket, counted once per band: what listing pairs would cost
+    comparisons: int = 0  # exact verifications run
+    joins: int = 0  # verifications that reached the threshold
+    most_representatives: int = 0  # the most representatives one bucket held
+    over_cap: int = 0  # members compared with a full set of representatives and matching none
+
+
+def cluster(count: int, buckets: Iterable[np.ndarray], similar: Callable[[int, int], bool],
+            representatives: int = REPRESENTATIVES) -> Clusters:
+    """Groups of `count` documents from their buckets: each member verified against its bucket's
+    representatives with `similar(member, representative)` (see the module docstring)."""
+    groups = _UnionFind(count)
+    found = Clusters(roots=np.zeros(0, np.int64))
+    for members in buckets:
+        found.buckets += 1
+        found.bucket_pairs += len(members) * (len(members) - 1) // 2
+        held: list[int] = []
+        for member in members.tolist():
+            mine = groups.root(member)
+            for representative in held:
+                if groups.root(representative) == mine:
+                    break
+                found.comparisons += 1
+                if similar(member, representative):
+                    groups.join(member, representative)
+                    found.joins += 1
+                    break
+            else:
+                if len(held) < representatives:
+                    held.append(member)
+                else:
+                    found.over_cap += 1
+        found.most_representatives = max(found.most_representatives, len(held))
+    found.roots = groups.roots()
+    return found

@@ -18,8 +18,11 @@ from ..common.files import written_atomically
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
 from ..corpus.ranges import batches
 from .parquet import parquet_records, write_parquet_part
-from .shingles import signatures
+from .shingles import distinct_shingles, signatures
 from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
+
+
+SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +38,8 @@ class CleanSettings:
     line_min_chars: int = 30
     ngram: int = 5
     num_perm: int = 128
+    bands: int | None = None  # None: chosen for the threshold (`helpers.clean.lsh.choose_bands`)
+    rows: int | None = None
     seed: int = 1
     text_key: str = "text"
     skip_bad_records: bool = False
@@ -168,7 +173,8 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
     flagged), its signature for `--fuzzy`, and the text of the repeated lines in `wanted` (for the report)."""
     count = len(removed)
     after, dropped, emptied = np.zeros(count, np.int64), np.zeros(count, np.int64), np.zeros(count, bool)
-    rows, texts, line_texts = [], [], {}
+    signed = _Signer(settings)
+    line_texts: dict = {}
     for position, (_, _, _, record) in enumerate(_records(task, settings)):
         if removed[position]:
             continue
@@ -177,14 +183,75 @@ def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, r
         after[position] = len(text.encode("utf-8"))
         emptied[position] = dropped[position] > 0 and is_empty(text)
         if settings.fuzzy and not emptied[position]:
-            rows.append(position), texts.append(text)
-    matrix = np.zeros((0, settings.num_perm), np.uint32)
-    if texts:
-        matrix, shingles = signatures(texts, settings.ngram, settings.num_perm, settings.seed)
-        has_shingles = shingles > 0
-        rows, matrix = [row for row, keep in zip(rows, has_shingles) if keep], matrix[has_shingles]
+            signed.add(position, text)
+    rows, matrix = signed.result()
     return Applied(bytes_after_lines=after, lines_dropped=dropped, emptied=emptied,
-                   signature_rows=np.array(rows, np.int64), signatures=matrix, line_texts=line_texts)
+                   signature_rows=rows, signatures=matrix, line_texts=line_texts)
+
+
+class _Signer:
+    """Texts signed a batch at a time (SIGN_BATCH_BYTES), so a worker holds one batch of texts, not its
+    range's; rows of texts without a shingle are left out."""
+
+    def __init__(self, settings: CleanSettings):
+        self.settings = settings
+        self.rows: list[np.ndarray] = []
+        self.matrices: list[np.ndarray] = []
+        self.pending_rows: list[int] = []
+        self.pending: list[str] = []
+        self.size = 0
+
+    def add(self, row: int, text: str) -> None:
+        self.pending_rows.append(row), self.pending.append(text)
+        self.size += len(text)
+        if self.size >= SIGN_BATCH_BYTES:
+            self._sign()
+
+    def _sign(self) -> None:
+        if self.pending:
+            matrix, shingles = signatures(self.pending, self.settings.ngram, self.settings.num_perm, self.settings.seed)
+            self.rows.append(np.array(self.pending_rows, np.int64)[shingles > 0])
+            self.matrices.append(matrix[shingles > 0])
+        self.pending_rows, self.pending, self.size = [], [], 0
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows signed, and their signatures."""
+        self._sign()
+        if not self.rows:
+            return np.zeros(0, np.int64), np.zeros((0, self.settings.num_perm), np.uint32)
+        return np.concatenate(self.rows), np.concatenate(self.matrices)
+
+
+def shingle_sets(task: RangeTask, settings: CleanSettings, wanted: np.ndarray, repeated: frozenset,
+                 path: str) -> tuple[np.ndarray, np.ndarray]:
+    """For the exact check of near-duplicate candidates: the distinct shingle hashes of the range's
+    records flagged in `wanted` (their text as it is signed and written), sorted, written back to back to
+    `path` (uint64, a batch at a time, under a name of this process until complete). Returns the records'
+    positions in the range and the offsets that cut the file into them."""
+    positions: list[int] = []
+    sizes: list[np.ndarray] = []
+    batch: list[str] = []
+    size = 0
+    with written_atomically(path, "wb") as out:
+        def flush() -> None:
+            flat, offsets = distinct_shingles(batch, settings.ngram)
+            out.write(flat.astype(np.uint64).tobytes())
+            sizes.append(np.diff(offsets))
+            batch.clear()
+
+        for position, (_, _, _, record) in enumerate(_records(task, settings)):
+            if not wanted[position]:
+                continue
+            positions.append(position)
+            batch.append(cleaned_text(record[settings.text_key], settings, repeated)[0])
+            size += len(batch[-1])
+            if size >= SIGN_BATCH_BYTES:
+                flush()
+                size = 0
+        if batch:
+            flush()
+    counts = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    return np.array(positions, np.int64), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,

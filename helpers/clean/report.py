@@ -29,7 +29,7 @@ class Documents:
     bytes_after_lines: np.ndarray
     removed_by: np.ndarray  # 0 kept, else STEP_CODE of the step that removed it
     duplicate_of: np.ndarray  # -1, or the index of the kept record it duplicates
-    similarity: np.ndarray  # estimated Jaccard with that record (fuzzy), NaN otherwise
+    similarity: np.ndarray  # exact Jaccard (shingle sets) with that record (fuzzy), NaN otherwise
     lines_dropped: np.ndarray = field(default=None)
 
     def __len__(self) -> int:

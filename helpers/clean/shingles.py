@@ -137,3 +137,36 @@ def signatures(texts: Sequence[str], n: int = 5, num_perm: int = 128, seed: int 
 def estimated_jaccard(first: np.ndarray, second: np.ndarray) -> np.ndarray | float:
     """The MinHash estimate: the share of signature positions where two rows agree (row-wise for 2-D)."""
     return np.mean(first == second, axis=-1)
+
+
+def distinct_shingles(texts: Sequence[str], n: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's distinct shingle hashes, sorted (what exact Jaccard compares), flat, and the offsets
+    (length len(texts) + 1) that cut them into texts."""
+    flat, offsets = shingle_hashes(texts, n)
+    pieces = [np.unique(flat[offsets[k]:offsets[k + 1]]) for k in range(len(texts))]
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    return (np.concatenate(pieces) if pieces else np.zeros(0, np.uint64),
+            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _common(first, second):
+    """How many values two sorted arrays of distinct values share (one merge pass)."""
+    i = j = shared = 0
+    while i < len(first) and j < len(second):
+        if first[i] == second[j]:
+            shared += 1
+            i += 1
+            j += 1
+        elif first[i] < second[j]:
+            i += 1
+        else:
+            j += 1
+    return shared
+
+
+def sets_jaccard(first: np.ndarray, second: np.ndarray) -> float:
+    """|A ∩ B| / |A ∪ B| of two sorted arrays of distinct shingle hashes (1.0 for two empty ones)."""
+    shared = _common(first, second)
+    union = len(first) + len(second) - shared
+    return shared / union if union else 1.0
