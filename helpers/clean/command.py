@@ -332,7 +332,7 @@ class _Run:
         for members in band_buckets(matrix, bands, rows_per_band):
             in_bucket[members] = True
         self.seconds["fuzzy lsh"] = time.perf_counter() - start
-        sets = self._shingle_sets(runner, documents, offsets, repeated, rows[in_bucket])
+        sets = self._shingle_sets(runner, documents, offsets, repeated=repeated, wanted=rows[in_bucket])
         start = time.perf_counter()
         found = cluster(len(rows), band_buckets(matrix, bands, rows_per_band),
                         lambda i, j: sets.jaccard(rows[i], rows[j]) >= settings.threshold)

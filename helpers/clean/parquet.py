@@ -137,7 +137,7 @@ def write_parquet_part(task, text_key: str, removed: np.ndarray, rewrite: Callab
     (rows, text bytes) written."""
     pa = pyarrow_module()
     source = ColumnarFile(pa, Path(task.path))
-    kept = _KeptRows(pa, source.schema, text_key, removed, rewrite)
+    kept = _KeptRows(pa, source.schema, text_key=text_key, removed=removed, rewrite=rewrite)
     with written_atomically(part, "wb") as handle, _writer(pa, handle, source) as writer:
         for group in range(task.start, task.end):
             pieces = [kept.of(read) for read in source.reads(group, tuple(source.schema.names))]

@@ -101,7 +101,8 @@ def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
     naming file and line, unless `skip_bad_records`: then it goes into `bad` (when given). For Parquet:
     (row, row group, None, record of the columns read), see `parquet_records`."""
     if task.parquet:
-        yield from parquet_records(task, settings.text_key, settings.skip_bad_records, bad, counts)
+        yield from parquet_records(task, settings.text_key, skip_bad_records=settings.skip_bad_records, bad=bad,
+                                   counts=counts)
         return
     for source, first, raw_lines in batches(Path(task.path), task.start, task.end):
         if counts is not None:
@@ -262,8 +263,8 @@ def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, re
     object with the new text. Returns (records, bytes) written. A Parquet range is written as Parquet
     (`write_parquet_part`)."""
     if task.parquet:
-        return write_parquet_part(task, settings.text_key, removed,
-                                  lambda text: cleaned_text(text, settings, repeated)[0], part)
+        return write_parquet_part(task, settings.text_key, removed=removed,
+                                  rewrite=lambda text: cleaned_text(text, settings, repeated)[0], part=part)
     written = size = 0
     with written_atomically(part, "wb") as out:
         for position, (_, _, raw, record) in enumerate(_records(task, settings)):

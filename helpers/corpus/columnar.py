@@ -253,7 +253,7 @@ def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, 
             if sizes[opened.file][index] <= GROUP_TASK_BYTES:
                 yield GroupRef(str(opened.file), index, first)
                 continue
-        yield from _group_batches(opened, index, first, columns, batch_bytes)
+        yield from _group_batches(opened, index, first=first, columns=columns, batch_bytes=batch_bytes)
 
 
 def _group_batches(opened: ColumnarFile, index: int, first: int, columns: tuple[str, ...],
@@ -287,7 +287,7 @@ def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
             _opened_here.clear()
         _opened_here[key] = ColumnarFile(pyarrow_module(), Path(ref.source))
     opened = _opened_here[key]
-    return next(_group_batches(opened, ref.index, ref.first_row, columns, batch_bytes=1 << 62),
+    return next(_group_batches(opened, ref.index, first=ref.first_row, columns=columns, batch_bytes=1 << 62),
                 RowsBatch(ref.source, f"{opened.kind} {ref.index}", ref.first_row, {c: [] for c in columns}))
 
 

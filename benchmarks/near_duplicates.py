@@ -1,0 +1,213 @@
+"""Near-duplicate removal against its peer, in one run: `helpers.clean --fuzzy` and datatrove's MinHash
+pipeline (its defaults: word 5-grams, 14 bands of 8 hashes, no verification) on the same documents of real
+text with planted near copies of known Jaccard similarity.
+
+    python benchmarks/near_duplicates.py [--words 200] [--documents 18000] [--copies 2000] [--workers 2]
+    pip install -e '.[dedup-peer]'      # datatrove and spaCy (its English word tokenizer), for the peer's row
+
+The documents are the workshop corpus cut into pieces of `--words` words; `--copies` of them get a copy
+appended at the end with a few words replaced, its exact Jaccard (word 5-grams, as `helpers.clean.shingles`
+counts them) measured. (datatrove 0.10 hashes shingles as str, which xxhash 4 refuses: its
+hash function is given the same xxh64 of the UTF-8 bytes, as xxhash 3 computed.) Each tool runs as its own process tree on the same JSONL (two files, so that both
+can read with two workers); the table gives documents/s, the peak memory of the whole tree (every process
+the tool starts, polled every 50 ms, their RSS added up), the copies removed by Jaccard band (recall), the
+originals removed instead of their copy (lost), and the planted pairs below the threshold that were removed.
+Ours runs at thresholds 0.7, 0.8 and 0.9; datatrove has no threshold of its own, its bands decide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers.clean.shingles import exact_jaccard  # noqa: E402
+from helpers.common.paths import RAW_DIR  # noqa: E402
+from helpers.corpus.build import corpus_paths  # noqa: E402
+
+BANDS = [0.70, 0.75, 0.80, 0.82, 0.85, 0.90, 0.95, 1.0001]
+
+
+def pieces(words_per_piece: int, limit: int) -> list[str]:
+    """The corpus cut into pieces of `words_per_piece` words (whitespace joined by one space)."""
+    out = []
+    for path in corpus_paths(RAW_DIR).values():
+        for line in path.open(encoding="utf-8"):
+            words = json.loads(line)["text"].split()
+            out += [" ".join(words[i:i + words_per_piece]) for i in range(0, len(words) - words_per_piece + 1,
+                                                                         words_per_piece)]
+    rng = np.random.default_rng(0)
+    return [out[i] for i in rng.permutation(len(out))[:limit]]
+
+
+def planted(texts: list[str], copies: int) -> list[tuple[int, str, float]]:
+    """(original's index, copy, exact Jaccard) for `copies` originals: 1 to 9 words replaced at random."""
+    rng = np.random.default_rng(1)
+    out = []
+    for index in rng.choice(len(texts), copies, replace=False):
+        words = texts[index].split()
+        for position in rng.choice(len(words), rng.integers(1, 10), replace=False):
+            words[position] = f"planted{rng.integers(10**9)}"
+        copy = " ".join(words)
+        out.append((int(index), copy, exact_jaccard(texts[index], copy)))
+    return out
+
+
+def peak_tree_rss(command: list[str], env: dict) -> tuple[float, float, int]:
+    """Run `command`; its wall seconds, the peak of its process tree's summed RSS (MB), and the most
+    processes the tree held at once."""
+    import psutil
+
+    log = tempfile.TemporaryFile("w+")  # not a pipe: a full one would stop the tool
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    root, peak, most = psutil.Process(process.pid), 0, 0
+    while process.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            most = max(most, len(tree))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    seconds = time.perf_counter() - start
+    if process.returncode:
+        log.seek(0)
+        raise SystemExit(f"{command[:4]} failed:\n{log.read()[-2000:]}")
+    return seconds, peak / 1e6, most
+
+
+DATATROVE = textwrap.dedent('''
+    import sys
+
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
+                                                  MinhashDedupFilter, MinhashDedupSignature)
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+
+    def run(steps, tasks, name, work, workers):
+        LocalPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=f"{work}/logs/{name}").run()
+
+
+    def xxhash64_of_text(data):  # datatrove 0.10 hands xxhash a str, which xxhash 4 takes as bytes only
+        import xxhash
+
+        return xxhash.xxh64_intdigest(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+    if __name__ == "__main__":  # its workers start from a fork server, which imports this file again
+        data, work, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        config = MinhashConfig()
+        signature = MinhashDedupSignature(f"{work}/sigs", config=config)
+        signature._hash_func = xxhash64_of_text
+        run([JsonlReader(data), signature], 2, "sigs", work, workers)
+        run([MinhashDedupBuckets(f"{work}/sigs", f"{work}/buckets", config=config)], config.num_buckets, "buckets",
+            work, workers)
+        run([MinhashDedupCluster(f"{work}/buckets", f"{work}/remove_ids", config=config)], 1, "clusters", work,
+            workers)
+        run([JsonlReader(data), MinhashDedupFilter(f"{work}/remove_ids", exclusion_writer=JsonlWriter(f"{work}/removed")),
+             JsonlWriter(f"{work}/kept")], 2, "filter", work, workers)
+''')
+
+
+def datatrove_removed(folder: Path) -> set[str]:
+    import gzip
+
+    removed = set()
+    for path in (folder / "removed").glob("*"):
+        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path) as lines:
+            removed.update(json.loads(line)["id"] for line in lines)
+    return removed
+
+
+def ours_removed(folder: Path) -> set[str]:
+    lines = (folder / "removed.jsonl").read_text(encoding="utf-8").splitlines()
+    return {entry["id"] for entry in map(json.loads, lines) if entry["step"] == "fuzzy"}
+
+
+def row(name: str, seconds: float, peak: float, processes: int, removed: set[str], documents: int,
+        plants: list[tuple[int, str, float]], threshold: float | None) -> dict:
+    similarity = np.array([j for _, _, j in plants])
+    caught = np.array([f"c{k}" in removed for k in range(len(plants))])
+    lost = sum(f"o{index}" in removed for index, _, _ in plants)
+    result = {"tool": name, "docs/s": documents / seconds, "peak MB": peak, "processes": processes,
+              "removed": len(removed), "originals lost": lost,
+              "removed below T": int((caught & (similarity < threshold)).sum()) if threshold else None}
+    for low, high in zip(BANDS, BANDS[1:]):
+        inside = (similarity >= low) & (similarity < high)
+        result[f"{low:.2f}-{min(high, 1):.2f}"] = caught[inside].mean() if inside.any() else None
+    if threshold:
+        above = (similarity >= threshold + 0.02) & (similarity <= threshold + 0.10)
+        result["recall T+0.02..0.10"] = caught[above].mean() if above.any() else None
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=200, help="words per document")
+    parser.add_argument("--documents", type=int, default=18_000, help="documents cut from the corpus, at most")
+    parser.add_argument("--copies", type=int, default=2_000, help="near copies planted")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    texts = pieces(args.words, args.documents)
+    plants = planted(texts, args.copies)
+    records = ([{"id": f"o{i}", "text": t} for i, t in enumerate(texts)]
+               + [{"id": f"c{k}", "text": copy} for k, (_, copy, _) in enumerate(plants)])
+    work = Path(tempfile.mkdtemp(prefix="near-dup-bench-"))
+    try:
+        (work / "data").mkdir()
+        half = len(records) // 2
+        for name, part in (("a.jsonl", records[:half]), ("b.jsonl", records[half:])):
+            (work / "data" / name).write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        similarity = np.array([j for _, _, j in plants])
+        print(f"{len(records):,} documents of {args.words} words ({len(texts):,} pieces of the corpus, "
+              f"{len(plants):,} planted copies, Jaccard {similarity.min():.2f} to {similarity.max():.2f}); "
+              f"{args.workers} workers, {os.cpu_count()} cores")
+        rows = []
+        for threshold in (0.7, 0.8, 0.9):
+            out = work / f"ours-{threshold}"
+            measured = peak_tree_rss([sys.executable, "-m", "helpers.clean", "--input", str(work / "data" / "a.jsonl"),
+                                      str(work / "data" / "b.jsonl"), "--output-dir", str(out), "--fuzzy",
+                                      "--threshold", str(threshold), "--workers", str(args.workers),
+                                      "--no-progress"], env)
+            rows.append(row(f"helpers.clean, T={threshold}", *measured, ours_removed(out), len(records), plants,
+                            threshold))
+        try:
+            import datatrove  # noqa: F401
+            import spacy  # noqa: F401
+        except ImportError:
+            print("datatrove: not measured; fix: pip install -e '.[dedup-peer]'")
+        else:
+            script = work / "datatrove_minhash.py"
+            script.write_text(DATATROVE)
+            measured = peak_tree_rss([sys.executable, str(script), str(work / "data"), str(work / "dt"),
+                                      str(args.workers)], env)
+            rows.append(row("datatrove 0.10 (14x8)", *measured, datatrove_removed(work / "dt"), len(records),
+                            plants, None))
+        columns = list(rows[0])
+        print(" | ".join(columns))
+        for entry in rows:
+            print(" | ".join("-" if entry.get(c) is None else f"{entry[c]:.2f}" if isinstance(entry.get(c), float)
+                             else str(entry.get(c)) for c in columns))
+        print("recall columns: the share of planted copies removed whose Jaccard with their original is in that band")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
