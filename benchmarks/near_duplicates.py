@@ -3,6 +3,7 @@ pipeline (its defaults: word 5-grams, 14 bands of 8 hashes, no verification) on 
 text with planted near copies of known Jaccard similarity.
 
     python benchmarks/near_duplicates.py [--words 200] [--documents 18000] [--copies 2000] [--workers 2]
+    python benchmarks/near_duplicates.py --cluster 50000   # one original, 50,000 copies, 2,000 others
     pip install -e '.[dedup-peer]'      # datatrove and spaCy (its English word tokenizer), for the peer's row
 
 The documents are the workshop corpus cut into pieces of `--words` words; `--copies` of them get a copy
@@ -156,13 +157,53 @@ def row(name: str, seconds: float, peak: float, processes: int, removed: set[str
     return result
 
 
+def cluster_row(args: argparse.Namespace, work: Path, env: dict) -> None:
+    """One original with `--cluster` near copies beside 2,000 other documents, against as many distinct
+    documents: ours at T = 0.8, time, peak memory, and the copies at J >= 0.82 removed."""
+    texts = pieces(args.words, args.cluster + 2_001)
+    original, others = texts[0], texts[1:2_001]
+    rng = np.random.default_rng(2)
+    copies = []
+    for _ in range(args.cluster):
+        words = original.split()
+        for position in rng.choice(len(words), rng.integers(1, 3), replace=False):
+            words[position] = f"planted{rng.integers(10**9)}"
+        copies.append(" ".join(words))
+    similarity = np.array([exact_jaccard(original, copy) for copy in copies[:200]])  # a sample: all alike
+    corpora = {"cluster": [original] + others + copies, "distinct": texts[:len(copies) + 2_001]}
+    results = {}
+    for name, corpus in corpora.items():
+        path = work / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{name}{i}", "text": t}) + "\n" for i, t in enumerate(corpus)))
+        out = work / f"out-{name}"
+        results[name] = peak_tree_rss([sys.executable, "-m", "helpers.clean", "--input", str(path), "--output-dir",
+                                       str(out), "--fuzzy", "--threshold", "0.8", "--workers", str(args.workers),
+                                       "--no-progress"], env)
+        removed = ours_removed(out)
+        print(f"{name:<9} {len(corpus):,} documents: {results[name][0]:.1f} s, peak {results[name][1]:,.0f} MB over "
+              f"{results[name][2]} processes, {len(removed):,} removed")
+    copies_removed = len(ours_removed(work / "out-cluster") & {f"cluster{i}" for i in range(2_001, 2_001 + args.cluster)})
+    print(f"cluster   copies' Jaccard with the original {similarity.min():.3f} to {similarity.max():.3f} (a sample "
+          f"of 200); removed {copies_removed:,} of {args.cluster:,}; time {results['cluster'][0] / results['distinct'][0]:.2f}x "
+          "the distinct corpus's")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--words", type=int, default=200, help="words per document")
     parser.add_argument("--documents", type=int, default=18_000, help="documents cut from the corpus, at most")
     parser.add_argument("--copies", type=int, default=2_000, help="near copies planted")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cluster", type=int, default=0,
+                        help="instead: one original with this many near copies beside 2,000 other documents")
     args = parser.parse_args()
+    if args.cluster:
+        work = Path(tempfile.mkdtemp(prefix="near-dup-cluster-"))
+        try:
+            cluster_row(args, work, {**os.environ, "PYTHONPATH": str(ROOT)})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     texts = pieces(args.words, args.documents)
     plants = planted(texts, args.copies)
     records = ([{"id": f"o{i}", "text": t} for i, t in enumerate(texts)]

@@ -111,6 +111,13 @@ def test_a_bucket_of_any_size_is_verified_against_a_few_representatives_only():
     assert again.comparisons == 4_999
 
 
+def test_a_copy_that_meets_only_another_copy_is_checked_against_their_original():
+    # band 1 holds the original 0 and copy 1; band 2 holds copies 1 and 2 only, and 2 is too far from 1
+    close_to_original = {(1, 0), (2, 0)}
+    found = cluster(3, [np.array([0, 1]), np.array([1, 2])], lambda i, j: (i, j) in close_to_original)
+    assert found.roots.tolist() == [0, 0, 0] and found.comparisons == 3  # 1-0, then 2-1 and 2-0
+
+
 def test_what_the_representatives_cap_can_miss():
     # 0..3 are strangers to each other; 4 is a copy of 3 only. With 3 representatives (0, 1, 2) the cap
     # is full when 3 comes, so 3 is no representative, and 4, which matches only 3, is not joined.

@@ -11,11 +11,12 @@ is never compared: with these settings, at most 5% of the pairs at T and 2% of t
 Candidates are verified exactly: two documents are joined only when the Jaccard similarity of their
 shingle sets reaches T (the caller's `similar`), never on the signature's estimate, so no pair below T is
 joined directly. Within a bucket, members are not paired with each other (a bucket of n copies would be
-n**2 / 2 pairs): each member, in index order, is compared with the bucket's representatives and joins the
-first it matches; one that matches none becomes a representative, up to `REPRESENTATIVES` of them. What
-this can miss: a member of a bucket whose representatives are full, and which matches none of them, is not
-joined through that bucket (it may still be through another band), and a member similar to a
-non-representative only. Groups are then the union over all buckets of all bands (union-find), so a group
+n**2 / 2 pairs): each member, in index order, is compared with the bucket's representatives, and with the
+first document of each one's group where that is another (the copy of an original that this band missed
+still meets the original), and joins the first it matches; one that matches none becomes a
+representative, up to `REPRESENTATIVES` of them. What this can miss: a member of a bucket whose
+representatives are full, and which matches none of them, is not joined through that bucket (it may still
+be through another band), and a member similar only to documents that are neither. Groups are then the union over all buckets of all bands (union-find), so a group
 can chain: A ~ B and B ~ C remove B and C, keeping A, whatever J(A, C) is. Memory is linear in the number
 of documents: each bucket's members and at most `REPRESENTATIVES` representatives at a time.
 
@@ -170,6 +171,11 @@ class Clusters:
     over_cap: int = 0  # members compared with a full set of representatives and matching none
 
 
+def _checked(found: Clusters, similar: Callable[[int, int], bool], member: int, other: int) -> bool:
+    found.comparisons += 1
+    return similar(member, other)
+
+
 def cluster(count: int, buckets: Iterable[np.ndarray], similar: Callable[[int, int], bool],
             representatives: int = REPRESENTATIVES) -> Clusters:
     """Groups of `count` documents from their buckets: each member verified against its bucket's
@@ -183,10 +189,10 @@ def cluster(count: int, buckets: Iterable[np.ndarray], similar: Callable[[int, i
         for member in members.tolist():
             mine = groups.root(member)
             for representative in held:
-                if groups.root(representative) == mine:
+                theirs = groups.root(representative)
+                if theirs == mine:
                     break
-                found.comparisons += 1
-                if similar(member, representative):
+                if any(_checked(found, similar, member, other) for other in dict.fromkeys((representative, theirs))):
                     groups.join(member, representative)
                     found.joins += 1
                     break
