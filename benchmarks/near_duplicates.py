@@ -34,36 +34,24 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.clean.shingles import exact_jaccard  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
+from helpers.workshop.explore.near_duplicates import plant_copies, word_pieces  # noqa: E402
 
 BANDS = [0.70, 0.75, 0.80, 0.82, 0.85, 0.90, 0.95, 1.0001]
 
 
 def pieces(words_per_piece: int, limit: int) -> list[str]:
-    """The corpus cut into pieces of `words_per_piece` words (whitespace joined by one space)."""
-    out = []
-    for path in corpus_paths(RAW_DIR).values():
-        for line in path.open(encoding="utf-8"):
-            words = json.loads(line)["text"].split()
-            out += [" ".join(words[i:i + words_per_piece]) for i in range(0, len(words) - words_per_piece + 1,
-                                                                         words_per_piece)]
-    rng = np.random.default_rng(0)
-    return [out[i] for i in rng.permutation(len(out))[:limit]]
+    """The corpus cut into pieces of `words_per_piece` words, `limit` of them chosen at random."""
+    texts = (json.loads(line)["text"] for path in corpus_paths(RAW_DIR).values() for line in path.open(encoding="utf-8"))
+    return word_pieces(texts, words_per_piece, limit, seed=0)
 
 
 def planted(texts: list[str], copies: int) -> list[tuple[int, str, float]]:
-    """(original's index, copy, exact Jaccard) for `copies` originals: 1 to 9 words replaced at random."""
-    rng = np.random.default_rng(1)
-    out = []
-    for index in rng.choice(len(texts), copies, replace=False):
-        words = texts[index].split()
-        for position in rng.choice(len(words), rng.integers(1, 10), replace=False):
-            words[position] = f"planted{rng.integers(10**9)}"
-        copy = " ".join(words)
-        out.append((int(index), copy, exact_jaccard(texts[index], copy)))
-    return out
+    """(original's index, copy, exact Jaccard) for `copies` originals chosen at random: 1 to 9 words replaced."""
+    chosen = np.random.default_rng(1).choice(len(texts), copies, replace=False)
+    return [(int(index), copy, similarity)
+            for index, (copy, similarity) in zip(chosen, plant_copies([texts[i] for i in chosen], 9, seed=1))]
 
 
 def peak_tree_rss(command: list[str], env: dict) -> tuple[float, float, int]:
@@ -162,14 +150,9 @@ def cluster_row(args: argparse.Namespace, work: Path, env: dict) -> None:
     documents: ours at T = 0.8, time, peak memory, and the copies at J >= 0.82 removed."""
     texts = pieces(args.words, args.cluster + 2_001)
     original, others = texts[0], texts[1:2_001]
-    rng = np.random.default_rng(2)
-    copies = []
-    for _ in range(args.cluster):
-        words = original.split()
-        for position in rng.choice(len(words), rng.integers(1, 3), replace=False):
-            words[position] = f"planted{rng.integers(10**9)}"
-        copies.append(" ".join(words))
-    similarity = np.array([exact_jaccard(original, copy) for copy in copies[:200]])  # a sample: all alike
+    planted_copies = plant_copies([original] * args.cluster, most_changed=2, seed=2)
+    copies = [copy for copy, _ in planted_copies]
+    similarity = np.array([j for _, j in planted_copies])
     corpora = {"cluster": [original] + others + copies, "distinct": texts[:len(copies) + 2_001]}
     results = {}
     for name, corpus in corpora.items():
@@ -183,8 +166,7 @@ def cluster_row(args: argparse.Namespace, work: Path, env: dict) -> None:
         print(f"{name:<9} {len(corpus):,} documents: {results[name][0]:.1f} s, peak {results[name][1]:,.0f} MB over "
               f"{results[name][2]} processes, {len(removed):,} removed")
     copies_removed = len(ours_removed(work / "out-cluster") & {f"cluster{i}" for i in range(2_001, 2_001 + args.cluster)})
-    print(f"cluster   copies' Jaccard with the original {similarity.min():.3f} to {similarity.max():.3f} (a sample "
-          f"of 200); removed {copies_removed:,} of {args.cluster:,}; time {results['cluster'][0] / results['distinct'][0]:.2f}x "
+    print(f"cluster   copies' Jaccard with the original {similarity.min():.3f} to {similarity.max():.3f}; removed {copies_removed:,} of {args.cluster:,}; time {results['cluster'][0] / results['distinct'][0]:.2f}x "
           "the distinct corpus's")
 
 

@@ -57,6 +57,18 @@ def test_lsh_s_curve_draws_each_setting_and_marks_the_threshold(ax):
     assert "Jaccard" in ax.get_xlabel() and "candidate" in ax.get_ylabel() and ax.get_title() == "S-curve"
 
 
+def test_measured_recall_puts_each_steps_share_on_the_curve(ax):
+    similarity = [0.71, 0.71, 0.79, 0.81, 0.81, 0.83, 0.95]
+    removed = [False, False, False, True, False, True, True]
+    plots.measured_recall(0.8, 14, 7, similarity, removed, "recall", ax=ax)
+    curve, markers, threshold = ax.lines
+    x, y = curve.get_data()
+    assert np.allclose(y, candidate_probability(x, 14, 7))
+    assert np.allclose(markers.get_xdata(), [0.71, 0.79, 0.81, 0.83, 0.95]) and list(markers.get_ydata()) == [
+        0.0, 0.0, 0.5, 1.0, 1.0]
+    assert set(threshold.get_xdata()) == {0.8} and "exact" in ax.get_xlabel() and ax.get_title() == "recall"
+
+
 def test_estimate_vs_exact_draws_the_diagonal_the_band_and_one_scatter_per_estimator(ax):
     exact = np.array([0.0, 0.25, 0.5, 0.9])
     estimates = {"rensa": exact + 0.01, "datasketch": exact - 0.01}

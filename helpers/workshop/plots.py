@@ -279,6 +279,34 @@ def lsh_s_curve(threshold: float, settings: Mapping[str, tuple[int, int]], title
     return ax.figure
 
 
+def measured_recall(threshold: float, bands: int, rows: int, similarity: Sequence[float], removed: Sequence[bool],
+                    title: str, ax=None):
+    """The share of planted copies removed in each 0.02-wide step of their Jaccard with the original, as
+    markers, on the S-curve of the bands and rows that found them, with the threshold marked."""
+    from ..clean.lsh import candidate_probability
+
+    ax = _axes(ax, (7, 4))
+    similarity, removed = np.asarray(similarity, float), np.asarray(removed, bool)
+    grid = np.linspace(0, 1, 501)
+    ax.plot(grid, candidate_probability(grid, bands, rows), color="tab:blue", linewidth=1.8,
+            label=f"candidate probability, {bands} bands x {rows} rows")
+    edges = np.arange(np.floor(similarity.min() * 50) / 50, similarity.max() + 0.02, 0.02)
+    steps = np.digitize(similarity, edges)
+    centres = [edges[k - 1] + 0.01 for k in np.unique(steps)]
+    shares = [removed[steps == k].mean() for k in np.unique(steps)]
+    ax.plot(centres, shares, "o", color="tab:orange", label="planted copies removed (share per 0.02 step)")
+    ax.axvline(threshold, color="black", linestyle=":", linewidth=1, label=f"threshold {threshold:g}")
+    ax.set_xlabel("Jaccard similarity of copy and original (word 5-grams, exact)")
+    ax.set_ylabel("share removed / probability")
+    ax.set_title(title)
+    ax.set_xlim(max(0.0, similarity.min() - 0.1), 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 def estimate_vs_exact(exact: Sequence[float], estimates: Mapping[str, Sequence[float]], num_perm: int, title: str,
                       ax=None):
     """MinHash estimates against exact Jaccard, one marker per estimator, with the diagonal and the band of
