@@ -27,7 +27,8 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..common.files import written_atomically
-from ..corpus.columnar import ARROW, PARQUET, SAVED_STATE, ColumnarFile, columnar_files, is_columnar, pyarrow_module
+from ..corpus.columnar import (ARROW, PARQUET, SAVED_STATE, ColumnarFile, check_columns, columnar_files, is_columnar,
+                               open_columnar, pyarrow_module)
 from ..corpus.ranges import batches, check_input
 from ..corpus.ranges import input_files as jsonl_glob_files
 
@@ -81,15 +82,8 @@ def group_word(path: Path) -> str | None:
 def read_columns(file: Path, text_key: str) -> tuple[str, ...]:
     """The columns the first passes read from `file`: the text, then `id` where there is one. A file without
     the text column, or with one that holds something else than strings, is refused in one line."""
-    pa = pyarrow_module()
-    schema = ColumnarFile(pa, file).schema
-    if text_key not in schema.names:
-        raise UserError(f"{file}: no column '{text_key}' (columns: {', '.join(schema.names) or 'none'}); fix: name "
-                        "the text column with --json-key")
-    kind = schema.field(text_key).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise UserError(f"{file}: column '{text_key}' holds {kind}, not strings; fix: name the text column with "
-                        "--json-key")
+    check_columns(file, (text_key,), flag="--json-key", lists=False)  # cleaning rewrites strings only
+    schema = open_columnar(file).schema
     return (text_key,) + (("id",) if "id" in schema.names and text_key != "id" else ())
 
 
@@ -120,7 +114,7 @@ def parquet_records(task, text_key: str, skip_bad_records: bool, bad: list | Non
 
 def range_bytes(path: str, start: int, end: int) -> int:
     """The size of groups `[start, end)` of a columnar file, uncompressed (for progress bars)."""
-    opened = ColumnarFile(pyarrow_module(), Path(path))
+    opened = open_columnar(Path(path))
     if opened.kind == "row group":
         metadata = opened.parquet.metadata
         return sum(metadata.row_group(index).total_byte_size for index in range(start, end))
@@ -136,7 +130,7 @@ def write_parquet_part(task, text_key: str, removed: np.ndarray, rewrite: Callab
     row, with the input's schema, the text column replaced by `rewrite(text)` where that differs. Returns
     (rows, text bytes) written."""
     pa = pyarrow_module()
-    source = ColumnarFile(pa, Path(task.path))
+    source = open_columnar(Path(task.path))
     kept = _KeptRows(pa, source.schema, text_key=text_key, removed=removed, rewrite=rewrite)
     with written_atomically(part, "wb") as handle, _writer(pa, handle, source) as writer:
         for group in range(task.start, task.end):
@@ -197,7 +191,7 @@ class _KeptRows:
 def join_parquet_parts(parts: list[Path], joined: Path, source: Path) -> None:
     """The parts' groups, in order, into one file with `source`'s format and schema, a group at a time."""
     pa = pyarrow_module()
-    opened = ColumnarFile(pa, source)
+    opened = open_columnar(source)
     with open(joined, "wb") as sink, _writer(pa, sink, opened) as writer:
         for part in parts:
             for group in _part_groups(pa, part, opened):

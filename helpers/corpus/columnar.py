@@ -197,12 +197,26 @@ class ColumnarFile:
                             "whole") from None
 
 
+_opened_here: dict[tuple, ColumnarFile] = {}  # this process's open files (see `open_columnar`)
+
+
+def open_columnar(file: Path) -> ColumnarFile:
+    """`file` opened once per process for all who read it (checks, planning, the groups a worker reads),
+    so its footer is read once; a forked process opens its own, and a file written again is opened again."""
+    stat = file.stat()
+    key = (os.getpid(), str(file), stat.st_mtime_ns, stat.st_size)
+    if key not in _opened_here:
+        if len(_opened_here) >= 64:
+            _opened_here.clear()
+        _opened_here[key] = ColumnarFile(pyarrow_module(), file)
+    return _opened_here[key]
+
+
 def groups(path: Path) -> list[tuple[ColumnarFile, int, int, int]]:
     """Every group of the input, in order: (file, its index in the file, first row in the file, rows)."""
-    pa = pyarrow_module()
     found = []
     for file in columnar_files(path):
-        opened = ColumnarFile(pa, file)
+        opened = open_columnar(file)
         first = 0
         for index, rows in enumerate(opened.group_rows()):
             found.append((opened, index, first, rows))
@@ -210,21 +224,22 @@ def groups(path: Path) -> list[tuple[ColumnarFile, int, int, int]]:
     return found
 
 
-def check_columns(path: Path, columns: tuple[str, ...]) -> None:
-    """Refuse, before anything is written, a file without one of `columns` or with one that holds no text."""
+def check_columns(path: Path, columns: tuple[str, ...], *, flag: str = "--json-keys", lists: bool = True) -> None:
+    """Refuse, before anything is written, a file without one of `columns` or with one that holds no text
+    (strings, or with `lists` lists of strings); the fix names the command's `flag`."""
     pa = pyarrow_module()
     for file in columnar_files(path):
-        schema = ColumnarFile(pa, file).schema
+        schema = open_columnar(file).schema
         for column in columns:
             if column not in schema.names:
                 raise UserError(f"{file}: no column '{column}' (columns: {', '.join(schema.names) or 'none'}); "
-                                "fix: name a text column with --json-keys")
+                                f"fix: name a text column with {flag}")
             kind = schema.field(column).type
-            if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            if lists and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
                 kind = kind.value_type
             if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
                 raise UserError(f"{file}: column '{column}' holds {schema.field(column).type}, not strings; "
-                                "fix: name a text column with --json-keys")
+                                f"fix: name a text column with {flag}")
 
 
 def plan_groups(path: Path, partitions: int) -> list[tuple[int, int]]:
@@ -275,18 +290,9 @@ def _group_batches(opened: ColumnarFile, index: int, first: int, columns: tuple[
         yield RowsBatch(str(opened.file), where, batch_first, gathered)
 
 
-_opened_here: dict[tuple[int, str], ColumnarFile] = {}  # this process's open files, by (pid, path)
-
-
 def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
-    """A referred group read whole, `columns` only, by the process that encodes it (files stay open in it
-    for its next groups; a forked process opens its own)."""
-    key = (os.getpid(), ref.source)
-    if key not in _opened_here:
-        if len(_opened_here) >= 8:
-            _opened_here.clear()
-        _opened_here[key] = ColumnarFile(pyarrow_module(), Path(ref.source))
-    opened = _opened_here[key]
+    """A referred group read whole, `columns` only, by the process that encodes it."""
+    opened = open_columnar(Path(ref.source))
     return next(_group_batches(opened, ref.index, first=ref.first_row, columns=columns, batch_bytes=1 << 62),
                 RowsBatch(ref.source, f"{opened.kind} {ref.index}", ref.first_row, {c: [] for c in columns}))
 

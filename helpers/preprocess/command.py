@@ -149,7 +149,9 @@ class _Progress:
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, type=Path, help="JSONL file (.gz allowed); Parquet: a file, a folder or a glob of them; a folder from save_to_disk")
+    parser.add_argument("--input", required=True, type=Path,
+                        help="JSONL file (.gz, .zst allowed) or a glob of them; Parquet: a file, a folder or a glob of "
+                             "them; a folder from save_to_disk")
     parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
     parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")
