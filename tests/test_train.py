@@ -248,8 +248,8 @@ def test_the_log_is_read_from_the_device_once_every_log_every_steps(monkeypatch)
     reads = []
     original = step_log.PendingSteps.flush
 
-    def counted(self, peak):
-        rows = original(self, peak)
+    def counted(self, peak, keep_last=0):
+        rows = original(self, peak, keep_last)
         reads.append(len(rows))
         return rows
 

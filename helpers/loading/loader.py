@@ -94,10 +94,14 @@ class TokenBatches:
             self.step += 1
             yield batch
 
-    def state_dict(self) -> dict:
-        """Small and explicit: which data, which seed, how many samples (all ranks together) were consumed."""
+    def state_dict(self, unused: int = 0) -> dict:
+        """Small and explicit: which data, which seed, how many samples (all ranks together) were consumed.
+        `unused`: batches taken from this loader but not trained on (staged ahead for the GPU), which a
+        resumed run must take again."""
+        if not 0 <= unused <= self.step:
+            raise ValueError(f"unused={unused} batches of {self.step} taken")
         return {"version": STATE_VERSION, "fingerprint": self.fingerprint, "seed": self.seed,
-                "samples_consumed": self.step * self.world_size * self.batch_size}
+                "samples_consumed": (self.step - unused) * self.world_size * self.batch_size}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue where `state` stopped, possibly with another batch size or number of ranks."""

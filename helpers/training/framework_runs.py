@@ -107,11 +107,19 @@ def global_batch_digest(input_ids: torch.Tensor) -> str:
     """A digest of the whole global batch this rank's `input_ids` are a slice of, the same on every rank
     and for any number of ranks."""
     digests = row_digests(input_ids)
-    if group_running():
-        gathered = [torch.empty_like(digests) for _ in range(torch.distributed.get_world_size())]
-        torch.distributed.all_gather(gathered, digests)
-        digests = torch.cat(gathered)
+    if group_running():  # gathered where the backend works: NCCL only gathers CUDA tensors
+        local = digests.to(collective_device())
+        gathered = [torch.empty_like(local) for _ in range(torch.distributed.get_world_size())]
+        torch.distributed.all_gather(gathered, local)
+        digests = torch.cat(gathered).cpu()
     return xxhash.xxh64_hexdigest(digests.numpy().tobytes())
+
+
+def collective_device() -> torch.device:
+    """Where this rank's collectives take their tensors: its GPU under NCCL, the CPU under gloo."""
+    if torch.distributed.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def mean_over_ranks(value: torch.Tensor) -> float:

@@ -4,8 +4,10 @@ Reading a GPU tensor (`float(loss)`) or synchronising to read a clock makes the 
 has finished everything queued, so the host cannot prepare the next step while the device runs this one.
 Here each step leaves its loss and gradient norm on the device and records a CUDA event when its work is
 queued; every `log_every` steps (and before an evaluation or a checkpoint) the pending rows are read in one
-go: one wait, the losses and norms as one stacked tensor, each step's time from its events. On a CPU the
-clock is the host's and nothing is pending.
+go: one wait, each step's time from its events. Each step's loss and norm are copied to pinned host memory
+on the stream as the step ends (`non_blocking`), so the wait is for one event, not for the whole queue: a
+flush that keeps the last step pending (`keep_last=1`) waits for the step before it, and the device goes on
+with the last one meanwhile instead of running dry. On a CPU the clock is the host's and nothing is pending.
 """
 
 from __future__ import annotations
@@ -38,15 +40,17 @@ class StepClock:
         self.marks.clear()
         self.mark()
 
-    def seconds_between_marks(self) -> list[float]:
-        """The seconds between consecutive marks (one wait for the device, on the last mark), and keep only
-        the last mark, where the next interval starts."""
+    def seconds_between_marks(self, intervals: int | None = None) -> list[float]:
+        """The seconds between the first `intervals` + 1 marks (all when None), with one wait for the device
+        on the last of them; the marks from there on are kept, the next intervals start at it."""
+        last = len(self.marks) - 1 if intervals is None else intervals
+        marks = self.marks[:last + 1]
         if self.cuda:
-            self.marks[-1].synchronize()
-            seconds = [start.elapsed_time(end) / 1000 for start, end in zip(self.marks, self.marks[1:])]
+            marks[-1].synchronize()
+            seconds = [start.elapsed_time(end) / 1000 for start, end in zip(marks, marks[1:])]
         else:
-            seconds = [end - start for start, end in zip(self.marks, self.marks[1:])]
-        self.marks = self.marks[-1:]
+            seconds = [end - start for start, end in zip(marks, marks[1:])]
+        self.marks = self.marks[last:]
         return seconds
 
 
@@ -63,22 +67,26 @@ class PendingSteps:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, row: dict[str, Any], loss: torch.Tensor, grad_norm: torch.Tensor) -> None:
-        """A finished step: `row` holds what the host knows (step, lr, tokens, data wait, FLOPs per token)."""
+        """A finished step: `row` holds what the host knows (step, lr, tokens, data wait, FLOPs per token).
+        Its loss and norm start on their way to the host; the step's mark is recorded after that copy."""
+        values = torch.stack((loss.detach().to(torch.float64).reshape(()),
+                              grad_norm.detach().to(torch.float64).reshape(())))
+        self.rows.append({**row, "values": values.to("cpu", non_blocking=True)})
         self.clock.mark()
-        self.rows.append({**row, "loss": loss.detach().to(torch.float64).reshape(()),
-                          "grad_norm": grad_norm.detach().to(torch.float64).reshape(())})
 
-    def flush(self, peak: float | None) -> list[dict[str, Any]]:
-        """The pending rows completed (loss, gradient norm, step time, tokens/s, MFU), in one read."""
-        if not self.rows:
+    def flush(self, peak: float | None, keep_last: int = 0) -> list[dict[str, Any]]:
+        """The pending rows but the last `keep_last` completed (loss, gradient norm, step time, tokens/s, MFU),
+        with one wait for the device: for the end of the last row completed."""
+        count = len(self.rows) - keep_last
+        if count <= 0:
             return []
-        values = torch.stack([torch.stack((row["loss"], row["grad_norm"])) for row in self.rows]).tolist()
-        seconds = self.clock.seconds_between_marks()
+        seconds = self.clock.seconds_between_marks(count)
         done = []
-        for row, (loss, grad_norm), step_s in zip(self.rows, values, seconds):
+        for row, step_s in zip(self.rows[:count], seconds):
+            loss, grad_norm = row.pop("values").tolist()
             flops = row.pop("flops_per_token")
             tokens_per_s = row["tokens"] / step_s
             done.append({**row, "loss": loss, "grad_norm": grad_norm, "step_s": step_s, "tokens_per_s": tokens_per_s,
                          "mfu": model_flops_utilisation(flops, tokens_per_s, peak)})
-        self.rows = []
+        self.rows = self.rows[count:]
         return done

@@ -38,6 +38,7 @@ from ..common.progress import progress_bar
 from ..datasets.layout import IGNORE_INDEX
 from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
+from .fused_loss import LOSS_KERNELS, check_loss_kernel, fused_linear_loss
 from .staging import staged_batches
 from .step_log import PendingSteps, StepClock
 
@@ -51,7 +52,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       num_attention_heads=6, tie_word_embeddings=False),
         "train": dict(seq_length=128, batch_size=16, steps=100, lr=3e-3, min_lr=3e-4, warmup_steps=10,
                       weight_decay=0.1, grad_clip=1.0, eval_every=50, eval_batches=4, dtype="float32",
-                      compile=False, compile_mode="default", fused_adamw=False, seed=0, log_every=5),
+                      compile=False, compile_mode="default", fused_adamw=False, loss_kernel="torch", seed=0,
+                      log_every=5),
     },
     "h100": {
         "implementation": "fast",
@@ -59,7 +61,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       num_attention_heads=12, tie_word_embeddings=False),
         "train": dict(seq_length=1024, batch_size=32, steps=1000, lr=6e-4, min_lr=6e-5, warmup_steps=100,
                       weight_decay=0.1, grad_clip=1.0, eval_every=200, eval_batches=20, dtype="bfloat16",
-                      compile=True, compile_mode="default", fused_adamw=True, seed=0, log_every=10),
+                      compile=True, compile_mode="default", fused_adamw=True, loss_kernel="torch", seed=0,
+                      log_every=10),
     },
 }
 
@@ -107,6 +110,7 @@ class TrainSettings:
     compile: bool  # torch.compile the model and loss, training and evaluation (CUDA only)
     compile_mode: str  # torch.compile's mode, one of COMPILE_MODES
     fused_adamw: bool  # fused AdamW kernel (CUDA only)
+    loss_kernel: str  # "torch" (logits, then cross-entropy) or a fused output layer + loss: "liger", "cut"
     seed: int
     log_every: int  # steps between progress-bar updates
 
@@ -172,6 +176,8 @@ def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
     if settings.compile_mode not in COMPILE_MODES:
         raise UserError(f"compile_mode {settings.compile_mode!r} is not one of torch.compile's; "
                         f"fix: use one of {', '.join(COMPILE_MODES)}")
+    if settings.loss_kernel not in LOSS_KERNELS:
+        raise UserError(f"loss_kernel {settings.loss_kernel!r}; fix: use one of {', '.join(LOSS_KERNELS)}")
     return settings
 
 
@@ -298,26 +304,55 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
     return torch.optim.AdamW(groups, lr=settings.lr, betas=ADAM_BETAS, fused=fused)
 
 
-def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
+def next_token_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor], reduction: str = "mean",
+                    loss_kernel: str = "torch") -> torch.Tensor:
     """Cross-entropy of the logits against the (already shifted) labels, positions at -100 left out; in
     float32 at least (half-precision logits are upcast, float64 ones kept). A model that masks documents
-    itself gets the batch's `document_ids` when it carries them (`to_device` keeps them for packed rows only)."""
-    documents = {"document_ids": batch["document_ids"]} if "document_ids" in batch and takes_document_ids(model) else {}
-    logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False,
-                   **documents).logits
+    itself gets the batch's `document_ids` when it carries them (`to_device` keeps them for packed rows only).
+    `loss_kernel` "liger" or "cut" (summed loss only) applies the output layer and the loss in one library
+    kernel to the model's last hidden states (`helpers.training.fused_loss`): no logits are made."""
+    if loss_kernel != "torch":
+        total = fused_linear_loss(loss_kernel, final_hidden_states(model, batch), output_weight(model), batch["labels"])
+        return total if reduction == "sum" else total / (batch["labels"] != IGNORE_INDEX).sum()
+    logits = model(**model_inputs(model, batch), use_cache=False).logits
     if logits.dtype in (torch.bfloat16, torch.float16):
         logits = logits.float()
     return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
                            reduction=reduction)
 
 
+def model_inputs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The forward's inputs from `batch`: ids and positions, and `document_ids` for a model that takes them."""
+    documents = {"document_ids": batch["document_ids"]} if "document_ids" in batch and takes_document_ids(model) else {}
+    return {"input_ids": batch["input_ids"], "position_ids": batch["position_ids"], **documents}
+
+
+def final_hidden_states(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's normed last hidden states (through any DDP wrapper, so its hooks still run)."""
+    return model(**model_inputs(model, batch), final_hidden=True).hidden_states
+
+
+def output_weight(model: torch.nn.Module) -> torch.Tensor:
+    """The output layer's weight, `[vocab, hidden]`, of `model` or the model inside a DDP wrapper."""
+    return getattr(model, "module", model).lm_head.weight
+
+
 def loss_function(model: torch.nn.Module, settings: TrainSettings, device: torch.device) -> Callable:
     """`batch -> summed token loss`, compiled (model and loss together) when asked and on CUDA; training and
-    evaluation call the same function (under `no_grad` it compiles once more, for inference)."""
+    evaluation call the same function (under `no_grad` it compiles once more, for inference). With a fused
+    loss kernel the model up to its last hidden states is compiled, and the library's kernel runs as it ships."""
+    compiled = settings.compile and device.type == "cuda"
+    if settings.loss_kernel != "torch":
+        hidden_of = (lambda batch: final_hidden_states(model, batch))
+        if compiled:
+            hidden_of = torch.compile(hidden_of, fullgraph=True, mode=settings.compile_mode)
+        return lambda batch: fused_linear_loss(settings.loss_kernel, hidden_of(batch), output_weight(model),
+                                               batch["labels"])
+
     def loss_of(batch):
         return next_token_loss(model, batch, reduction="sum")
 
-    if settings.compile and device.type == "cuda":
+    if compiled:
         # one graph: a break would fail loudly, not slow down
         return torch.compile(loss_of, fullgraph=True, mode=settings.compile_mode)
     return loss_of
@@ -360,6 +395,11 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device, model=None) 
 def takes_document_ids(model) -> bool:
     """Whether `model` (or the model inside a DDP wrapper) masks documents from `document_ids` itself."""
     return getattr(getattr(model, "module", model), "takes_document_ids", False)
+
+
+def returns_final_hidden(model) -> bool:
+    """Whether `model` (or the model inside a wrapper) can return its last hidden states (`FastLlama`)."""
+    return getattr(getattr(model, "module", model), "returns_final_hidden", False)
 
 
 def packed_rows(position_ids: torch.Tensor) -> bool:
@@ -516,6 +556,8 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     if settings.dtype == "float64":
         model.to(torch.float64)
     config = model.config
+    check_loss_kernel(settings.loss_kernel, device=device, implementation_fast=returns_final_hidden(model),
+                      parallel=parallel)
     model = parallel_model(model, parallel, device)
     optimizer = make_optimizer(model, settings, device)
     plan = StepPlan(loss_function(model, settings, device), settings, device, world_size=ranks.world_size,
@@ -532,33 +574,40 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     pending.clock.mark()
     bar = progress_bar(total=last_step - first_step, desc="training", unit="step",
                        disable=not progress or not ranks.main)
-    for step in range(first_step, last_step):
-        lr = learning_rate(step, settings)
-        asked = time.perf_counter()
-        batch = next(batch_iterator, None)  # on a GPU, already copied there while the last step ran
-        data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
-        if batch is None:
-            warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
-            break
-        loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
-        tokens = batch["input_ids"].numel() * ranks.world_size
-        pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
-                     "flops_per_token": flops_per_token(config, batch["input_ids"].shape[1])}, loss, grad_norm)
-        evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1)
-        checkpoint_now = checkpoints is not None and checkpoints.due(step + 1, last_step)
-        bar.update(1)
-        if evaluate_now or checkpoint_now or (step + 1) % settings.log_every == 0 or step == last_step - 1:
-            log += pending.flush(peak)  # one wait for the device per log_every steps
-            if evaluate_now:
-                log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
-            if checkpoint_now:
-                save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
-                                {"loader": batches.state_dict(), **run_identity(config, batches)})
-            if evaluate_now or checkpoint_now:
-                pending.clock.restart()  # evaluation and saving are no step's time
-            bar.set_postfix(progress_postfix(log[-1]), refresh=False)
-    log += pending.flush(peak)
-    bar.close()
+    try:
+        for step in range(first_step, last_step):
+            lr = learning_rate(step, settings)
+            asked = time.perf_counter()
+            batch = next(batch_iterator, None)  # on a GPU, already copied there while the last step ran
+            data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
+            if batch is None:
+                warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
+                break
+            loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
+            tokens = batch["input_ids"].numel() * ranks.world_size
+            pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
+                         "flops_per_token": flops_per_token(config, batch["input_ids"].shape[1])}, loss, grad_norm)
+            evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1)
+            checkpoint_now = checkpoints is not None and checkpoints.due(step + 1, last_step)
+            pause = evaluate_now or checkpoint_now or step == last_step - 1
+            bar.update(1)
+            if pause or (step + 1) % settings.log_every == 0:
+                # one wait for the device per log_every steps; on a GPU, between pauses, it waits for the step
+                # before the last, so the device still has the last one queued while the host prepares the next
+                log += pending.flush(peak, keep_last=0 if pause or device.type != "cuda" else 1)
+                if evaluate_now:
+                    log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
+                if checkpoint_now:
+                    save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
+                                    {"loader": batch_iterator.loader_state(batches), **run_identity(config, batches)})
+                if evaluate_now or checkpoint_now:
+                    pending.clock.restart()  # evaluation and saving are no step's time
+                if log:
+                    bar.set_postfix(progress_postfix(log[-1]), refresh=False)
+        log += pending.flush(peak)
+    finally:
+        batch_iterator.close()
+        bar.close()
     if not log:
         raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
     if eval_batches is not None and "eval_loss" not in log[-1]:
