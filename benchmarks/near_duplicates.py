@@ -4,6 +4,7 @@ text with planted near copies of known Jaccard similarity.
 
     python benchmarks/near_duplicates.py [--words 200] [--documents 18000] [--copies 2000] [--workers 2]
     python benchmarks/near_duplicates.py --cluster 50000 --words 35   # one original, 50,000 copies, 2,000 others
+    python benchmarks/near_duplicates.py --band-stage 10000000 --memory-limit 2GB   # the band and cluster stage alone
     pip install -e '.[dedup-peer]'      # datatrove and spaCy (its English word tokenizer), for the peer's row
 
 The documents are the workshop corpus cut into pieces of `--words` words; `--copies` of them get a copy
@@ -170,6 +171,65 @@ def cluster_row(args: argparse.Namespace, work: Path, env: dict) -> None:
           "the distinct corpus's")
 
 
+def band_stage(documents: int, memory_limit: str, work: Path, bands: int = 14) -> dict:
+    """The band and cluster stage of `--fuzzy` alone, on `documents` synthetic band keys written as 8 ranges'
+    workers write them (in batches): every hundredth document a copy of the one before (all bands equal), and
+    50,000 documents equal on one band only (one hot bucket). Every candidate counts as verified. Returns the
+    counts and seconds; run in a process of its own, whose peak memory the caller measures."""
+    from helpers.clean.band_files import BandKeys, KeyWriter, band_budget, band_paths, parse_size
+    from helpers.clean.lsh import cluster
+
+    rng = np.random.default_rng(0)
+    files, counts, batch = [], [], 1 << 20
+    started = time.perf_counter()
+    for index, start in enumerate(range(0, documents, -(-documents // 8))):
+        count = min(-(-documents // 8), documents - start)
+        paths = band_paths(work / f".keys{index}.tmp-0", bands)
+        writer = KeyWriter(paths)
+        for first in range(start, start + count, batch):
+            size = min(batch, start + count - first)
+            keys = rng.integers(0, 2**63, size=(bands, size), dtype=np.uint64)
+            rows = np.arange(first, first + size)
+            copies = np.flatnonzero(rows % 100 == 1)
+            copies = copies[copies > 0]  # a copy at a batch's first column would need the batch before
+            keys[:, copies] = keys[:, copies - 1]
+            keys[0, rows < 50_000] = 7  # one hot bucket in band 0
+            writer.append(keys)
+        writer.close()
+        files.append(paths)
+        counts.append(count)
+    written = time.perf_counter() - started
+    limit = parse_size(memory_limit)
+    keys = BandKeys(files, counts)
+    budget = band_budget(limit, documents)
+    started = time.perf_counter()
+    found = cluster(documents, keys.buckets(bands, budget), lambda i, j: True)
+    removed = int((found.roots != np.arange(documents)).sum())
+    return {"documents": documents, "bands": bands, "slices": keys.slices(budget), "written_s": written,
+            "cluster_s": time.perf_counter() - started, "removed": removed, "buckets": found.buckets,
+            "comparisons": found.comparisons, "most_representatives": found.most_representatives}
+
+
+def band_stage_row(args: argparse.Namespace, env: dict) -> None:
+    """`band_stage` in a process of its own, its peak memory measured from outside."""
+    work = Path(tempfile.mkdtemp(prefix="near-dup-bands-"))
+    try:
+        result_file = work / "result.json"
+        code = (f"import sys, json; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); from pathlib import Path; "
+                f"import near_duplicates as b; json.dump(b.band_stage({args.band_stage}, {args.memory_limit!r}, "
+                f"Path({str(work)!r})), open({str(result_file)!r}, 'w'))")
+        seconds, peak, _ = peak_tree_rss([sys.executable, "-c", code], env)
+        result = json.loads(result_file.read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    planted = len(range(50_001, args.band_stage, 100)) + 50_000 - 1  # copies beyond the hot bucket, and its members
+    print(f"band stage: {result['documents']:,} documents x {result['bands']} bands, --memory-limit "
+          f"{args.memory_limit}: {result['slices']} slice(s) a band; keys written in {result['written_s']:.1f} s, "
+          f"buckets and clusters in {result['cluster_s']:.1f} s; peak {peak:,.0f} MB; removed {result['removed']:,} "
+          f"(planted {planted:,}); {result['buckets']:,} buckets, {result['comparisons']:,} checks, at most "
+          f"{result['most_representatives']} representatives; {seconds:.1f} s in all")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--words", type=int, default=200, help="words per document")
@@ -178,7 +238,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cluster", type=int, default=0,
                         help="instead: one original with this many near copies beside 2,000 other documents")
+    parser.add_argument("--band-stage", type=int, default=0,
+                        help="instead: the band and cluster stage alone on this many synthetic documents")
+    parser.add_argument("--memory-limit", default="2GB", help="with --band-stage: helpers.clean's --memory-limit")
     args = parser.parse_args()
+    if args.band_stage:
+        band_stage_row(args, {**os.environ, "PYTHONPATH": str(ROOT)})
+        return
     if args.cluster:
         work = Path(tempfile.mkdtemp(prefix="near-dup-cluster-"))
         try:

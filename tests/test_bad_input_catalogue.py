@@ -180,6 +180,10 @@ CLEAN = [
          ("--bands 20 --rows 7", "140 hashes", "--num-perm 128", "fix:")),
     Case("bands without rows", "clean", clean_args(GOOD, "--fuzzy", "--bands", "20"), 2,
          ("--bands 20 --rows None", "give both", "fix:")),
+    Case("memory limit below one batch", "clean", clean_args(GOOD, "--fuzzy", "--memory-limit", "10MB"), 2,
+         ("--memory-limit 10MB is too small", "fix: --memory-limit 64MB or more")),
+    Case("memory limit not a size", "clean", clean_args(GOOD, "--fuzzy", "--memory-limit", "lots"), 2,
+         ("--memory-limit 'lots' is not a size", "fix:")),
     Case("two inputs of one name", "clean",
          lambda f: clean_args(GOOD, "--exact")(f) + ["--input", str(jsonl(f, GOOD)), str(jsonl(Path(
              os.makedirs(f / "twin", exist_ok=True) or f / "twin"), GOOD))], 2, ("input.jsonl", "rename", "fix:")),

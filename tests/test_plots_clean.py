@@ -121,3 +121,14 @@ def test_a_small_domain_fills_its_own_panel_beside_a_large_one():
     assert large.get_ylim()[1] > 3 * tallest
     assert "tokens" in small.get_xlabel()
     plt.close(figure)
+
+
+def test_cluster_sizes_draws_each_run_with_groups_on_log_log_axes(ax):
+    from helpers.clean.command import group_sizes
+
+    roots = np.array([0, 0, 2, 2, 2, 5, 6, 6, 8])  # groups {0,1}, {2,3,4}, {6,7}; 5 and 8 alone
+    assert group_sizes(roots) == {"2": 2, "3": 1}
+    figure = plots.cluster_sizes({"corpus": {}, "planted": group_sizes(roots), "cluster": {"2001": 1}}, "sizes", ax=ax)
+    assert figure is ax.figure and ax.get_xscale() == ax.get_yscale() == "log" and ax.get_title() == "sizes"
+    assert [line.get_label() for line in ax.lines] == ["planted", "cluster"]  # a run without groups draws nothing
+    assert ax.lines[0].get_xdata().tolist() == [2, 3] and ax.lines[0].get_ydata().tolist() == [2, 1]

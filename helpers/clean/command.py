@@ -34,8 +34,9 @@ texts). Steps, always in this order:
 
 Each input is cut into contiguous ranges (`--parts`, default one per worker): bytes cut at line ends, or
 Parquet row groups (`helpers.clean.parquet`: the first passes read only the text and `id` columns); every
-pass runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests,
-counts or signatures, never texts, so memory stays bounded; the decisions are taken once, by this process,
+pass runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests
+or counts, never texts (the fuzzy pass writes band keys to hidden files, read a band at a time within
+`--memory-limit`: `helpers.clean.band_files`), so memory stays bounded; the decisions are taken once, by this process,
 in input order; the last pass writes each range's kept records into a part file, and the parts are joined
 in order. So the output does not depend on the engine or on the number of parts. A bad record (for
 Parquet, a null text) stops the run with one line naming file and line, or row and row group (or, with
@@ -60,7 +61,8 @@ from ..common.stop_signals import check_signals, signals_held
 from ..corpus.columnar import SAVED_STATE
 from ..corpus.ranges import is_compressed, plan_ranges
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
-from .lsh import band_buckets, check_bands, check_threshold, choose_bands, cluster, s_curve_points
+from .band_files import BandKeys, band_budget, band_paths, parse_size
+from .lsh import check_bands, check_threshold, choose_bands, cluster, s_curve_points
 from .parquet import (group_word, input_files, is_parquet, join_parquet_parts, range_bytes, read_columns,
                       saved_folder, saved_state)
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, shingle_sets, write_part
@@ -76,14 +78,16 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           ngram: int = 5, num_perm: int = 128, bands: int | None = None, rows: int | None = None, workers: int = 1,
           parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
-          progress: bool = True) -> dict:
-    """Clean `inputs` into `output_dir` (see the module docstring); returns the report."""
+          memory_limit: int | str = "2GB", progress: bool = True) -> dict:
+    """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
+    (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`)."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
-                             skip_bad_records=skip_bad_records)
+                             skip_bad_records=skip_bad_records,
+                             memory_limit=parse_size(memory_limit) if isinstance(memory_limit, str) else memory_limit)
     parts = parts or workers
     paths = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
                            ray_address=ray_address)
@@ -209,6 +213,8 @@ class _Run:
         scans = self._pass(runner, "scan", [(scan, task, settings) for task in tasks])
         documents, offsets = self._documents(scans)
         self.rates["scan"] = len(documents) / max(self.seconds["scan"], 1e-9)
+        if settings.fuzzy:  # a limit too small for this many documents is refused before anything is signed
+            band_budget(settings.memory_limit, len(documents))
         if settings.normalize:
             documents.remove(np.concatenate([s.empty_after_normalize for s in scans]), "normalize")
         if settings.exact:
@@ -300,8 +306,10 @@ class _Run:
         """Drop repeated lines (records left empty go) and compute the fuzzy signatures."""
         masks = self._masks(documents, offsets)
         name = "signatures" if not self.settings.lines else ("lines+signatures" if self.settings.fuzzy else "drop lines")
-        results = self._pass(runner, name, [(apply_lines, task, self.settings, mask, repeated, wanted)
-                                            for task, mask in zip(self.tasks, masks)], int(documents.alive().sum()))
+        key_files = self._key_files()
+        results = self._pass(runner, name, [
+            (apply_lines, task, self.settings, mask, repeated, wanted, None if paths is None else (*self.bands, paths))
+            for task, mask, paths in zip(self.tasks, masks, key_files)], int(documents.alive().sum()))
         alive = documents.alive()
         after = np.concatenate([r.bytes_after_lines for r in results])
         documents.bytes_after_lines[alive] = after[alive]
@@ -316,25 +324,42 @@ class _Run:
                                    "removed": count >= self.settings.line_min_count}
                                   for key, count in line_report["top"].items()]
             line_report["lines_dropped"] = int(documents.lines_dropped.sum())
-        self._signatures = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
-                            np.concatenate([r.signatures for r in results]))
+        if self.settings.fuzzy:
+            self._signed = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
+                            BandKeys(key_files, [len(r.signature_rows) for r in results]))
+
+    @property
+    def bands(self) -> tuple[int, int]:
+        """The LSH bands and rows of this run: given, or chosen for recall at the threshold."""
+        settings = self.settings
+        return (choose_bands(settings.threshold, settings.num_perm) if settings.bands is None
+                else (settings.bands, settings.rows))
+
+    def _key_files(self) -> list:
+        """Per range, the hidden files its worker writes its band keys to (None each without --fuzzy)."""
+        if not self.settings.fuzzy:
+            return [None] * len(self.tasks)
+        files = [band_paths(temporary_name(self.out / REMOVED, f"keys{task.index}"), self.bands[0])
+                 for task in self.tasks]
+        self.temporaries.extend(Path(path) for paths in files for path in paths)
+        return files
 
     def _fuzzy(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> dict:
         """Group near-duplicates: LSH buckets, each member verified exactly against its bucket's
         representatives (`helpers.clean.lsh`), union-find; all but each group's first go."""
         start = time.perf_counter()
-        rows, matrix = self._signatures
+        rows, keys = self._signed
         settings = self.settings
         chosen = settings.bands is None
-        bands, rows_per_band = (choose_bands(settings.threshold, settings.num_perm) if chosen
-                                else (settings.bands, settings.rows))
+        bands, rows_per_band = self.bands
+        budget = band_budget(settings.memory_limit, len(documents))
         in_bucket = np.zeros(len(rows), bool)
-        for members in band_buckets(matrix, bands, rows_per_band):
+        for members in keys.buckets(bands, budget):
             in_bucket[members] = True
         self.seconds["fuzzy lsh"] = time.perf_counter() - start
         sets = self._shingle_sets(runner, documents, offsets, repeated=repeated, wanted=rows[in_bucket])
         start = time.perf_counter()
-        found = cluster(len(rows), band_buckets(matrix, bands, rows_per_band),
+        found = cluster(len(rows), keys.buckets(bands, budget),
                         lambda i, j: sets.jaccard(rows[i], rows[j]) >= settings.threshold)
         roots = found.roots
         duplicate = roots != np.arange(len(rows))
@@ -344,6 +369,7 @@ class _Run:
         mask[rows[duplicate]] = True
         documents.remove(mask, "fuzzy")
         sets.close()
+        keys.remove()
         self.seconds["fuzzy lsh"] += time.perf_counter() - start
         self.rates["fuzzy lsh"] = len(rows) / max(self.seconds["fuzzy lsh"], 1e-9)
         return {"threshold": settings.threshold, "ngram": settings.ngram, "num_perm": settings.num_perm,
@@ -351,9 +377,11 @@ class _Run:
                 "bands_from": "chosen for recall at the threshold" if chosen else "--bands and --rows",
                 "candidate_probability": s_curve_points(settings.threshold, bands, rows_per_band),
                 "documents_signed": int(len(rows)), "candidate_documents": int(in_bucket.sum()),
+                "memory_limit_bytes": settings.memory_limit, "band_slices": keys.slices(budget),
                 "buckets": found.buckets, "candidate_pairs": found.bucket_pairs, "comparisons": found.comparisons,
                 "verified_pairs": found.joins, "most_representatives": found.most_representatives,
                 "over_representative_cap": found.over_cap, "groups": int(len(np.unique(roots[duplicate]))),
+                "group_sizes": group_sizes(roots),
                 "removed": int(duplicate.sum())}
 
     def _shingle_sets(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset,
@@ -442,6 +470,13 @@ class _ShingleSets:
             file.unlink(missing_ok=True)
 
 
+def group_sizes(roots: np.ndarray) -> dict[str, int]:
+    """How many groups of near-duplicates have each size (the kept document counted), smallest size first."""
+    members = np.bincount(roots, minlength=len(roots))
+    sizes, groups = np.unique(members[members >= 2], return_counts=True)
+    return {str(int(size)): int(count) for size, count in zip(sizes, groups)}
+
+
 def _task_bytes(task: RangeTask) -> int:
     """A range's size for the progress bars: its bytes of JSONL, or its row groups' (uncompressed)."""
     if task.parquet:
@@ -480,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bands", type=int, default=None,
                         help="LSH bands, with --rows (default: chosen for recall at --threshold)")
     parser.add_argument("--rows", type=int, default=None, help="rows of each LSH band, with --bands")
+    parser.add_argument("--memory-limit", default="2GB",
+                        help="what this process may hold for --fuzzy, e.g. 2GB or 512MB (band keys are sorted on "
+                             "disk in slices that fit)")
     parser.add_argument("--json-key", default="text", help="the field (JSONL) or column (Parquet) holding the text")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     parser.add_argument("--parts", type=int, default=None,
@@ -495,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
                    line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
                    rows=args.rows,
                    workers=args.workers, parts=args.parts, engine=args.engine, ray_address=args.ray_address,
-                   skip_bad_records=args.skip_bad_records, text_key=args.json_key, progress=not args.no_progress)
+                   skip_bad_records=args.skip_bad_records, text_key=args.json_key, memory_limit=args.memory_limit,
+                   progress=not args.no_progress)
     for line in summary_lines(report):
         print(line)
     return 0

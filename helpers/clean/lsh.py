@@ -95,6 +95,12 @@ def band_keys(signatures: np.ndarray, band: int, rows: int) -> np.ndarray:
         return (block * factors).sum(axis=1, dtype=np.uint64)
 
 
+def all_band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """`[bands, documents]`: every band's keys (`band_keys`), what a worker writes to its band files."""
+    return np.stack([band_keys(signatures, band, rows) for band in range(bands)]) if len(signatures) else \
+        np.zeros((bands, 0), np.uint64)
+
+
 def band_buckets(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.ndarray]:
     """Each bucket of two or more documents equal on every row of a band, band after band, as the sorted
     row numbers of its members (keys sorted, so equal bands sit side by side)."""
@@ -137,16 +143,17 @@ def duplicate_groups(count: int, pairs) -> np.ndarray:
 
 
 class _UnionFind:
-    """Groups of items 0..count-1 joined pair by pair; each group's root is its smallest item."""
+    """Groups of items 0..count-1 joined pair by pair; each group's root is its smallest item. The parents
+    are one int64 array (8 bytes an item), not a list of Python ints (about 36)."""
 
     def __init__(self, count: int):
-        self.parent = list(range(count))
+        self.parent = np.arange(count, dtype=np.int64)
 
     def root(self, item: int) -> int:
         parent = self.parent
-        while parent[item] != item:
-            parent[item] = parent[parent[item]]
-            item = parent[item]
+        while (up := int(parent[item])) != item:
+            parent[item] = parent[up]
+            item = up
         return item
 
     def join(self, first: int, second: int) -> None:
@@ -155,7 +162,13 @@ class _UnionFind:
             self.parent[max(a, b)] = min(a, b)
 
     def roots(self) -> np.ndarray:
-        return np.array([self.root(item) for item in range(len(self.parent))], dtype=np.int64)
+        """Every item's root, by pointer jumping over the whole array (a parent is never above its item)."""
+        roots = self.parent.copy()
+        while True:
+            above = roots[roots]
+            if np.array_equal(above, roots):
+                return roots
+            roots = above
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The passes of `helpers.clean` over one range of one input (bytes of a JSONL file, row groups of a
 Parquet file: `helpers.clean.parquet`), run in worker processes or as Ray tasks: each reads its range
-again, finds the same good records in the same order, and returns small arrays (digests, counts,
-signatures), never texts, so memory stays bounded whatever the corpus size.
+again, finds the same good records in the same order, and returns small arrays (digests, counts; the
+fuzzy pass writes its band keys to files, `helpers.clean.band_files`), never texts, so memory stays bounded
+whatever the corpus size.
 Decisions between passes (which documents go) are the driver's; a pass only applies them."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
 from ..corpus.ranges import batches
+from .band_files import KeyWriter
+from .lsh import all_band_keys
 from .parquet import parquet_records, write_parquet_part
 from .shingles import distinct_shingles, signatures
 from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
@@ -43,6 +46,7 @@ class CleanSettings:
     seed: int = 1
     text_key: str = "text"
     skip_bad_records: bool = False
+    memory_limit: int = 2 << 30  # bytes the driver may hold (`helpers.clean.band_files`)
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,7 @@ class Applied:
     bytes_after_lines: np.ndarray
     lines_dropped: np.ndarray
     emptied: np.ndarray
-    signature_rows: np.ndarray  # positions in the range of the rows below
-    signatures: np.ndarray
+    signature_rows: np.ndarray  # positions in the range of the documents signed (their keys are in the band files)
     line_texts: dict
 
 
@@ -169,35 +172,42 @@ def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset, wanted
 
 
 def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
-                wanted: frozenset) -> Applied:
+                wanted: frozenset, keys: tuple[int, int, list[str]] | None = None) -> Applied:
     """Pass 3 (`--lines` or `--fuzzy`): each kept document's size after line removal (emptied ones are
-    flagged), its signature for `--fuzzy`, and the text of the repeated lines in `wanted` (for the report)."""
+    flagged), for `--fuzzy` its band keys (`keys`: bands, rows and this range's band files), and the text of
+    the repeated lines in `wanted` (for the report)."""
     count = len(removed)
     after, dropped, emptied = np.zeros(count, np.int64), np.zeros(count, np.int64), np.zeros(count, bool)
-    signed = _Signer(settings)
+    signed = _Signer(settings, keys) if settings.fuzzy else None
     line_texts: dict = {}
-    for position, (_, _, _, record) in enumerate(_records(task, settings)):
-        if removed[position]:
-            continue
-        text, dropped[position] = cleaned_text(text=record[settings.text_key], settings=settings, repeated=repeated,
-                                               wanted=wanted, found=line_texts)
-        after[position] = len(text.encode("utf-8"))
-        emptied[position] = dropped[position] > 0 and is_empty(text)
-        if settings.fuzzy and not emptied[position]:
-            signed.add(position, text)
-    rows, matrix = signed.result()
-    return Applied(bytes_after_lines=after, lines_dropped=dropped, emptied=emptied,
-                   signature_rows=rows, signatures=matrix, line_texts=line_texts)
+    try:
+        for position, (_, _, _, record) in enumerate(_records(task, settings)):
+            if removed[position]:
+                continue
+            text, dropped[position] = cleaned_text(text=record[settings.text_key], settings=settings,
+                                                   repeated=repeated, wanted=wanted, found=line_texts)
+            after[position] = len(text.encode("utf-8"))
+            emptied[position] = dropped[position] > 0 and is_empty(text)
+            if signed is not None and not emptied[position]:
+                signed.add(position, text)
+        rows = signed.result() if signed is not None else np.zeros(0, np.int64)
+    finally:
+        if signed is not None:
+            signed.close()
+    return Applied(bytes_after_lines=after, lines_dropped=dropped, emptied=emptied, signature_rows=rows,
+                   line_texts=line_texts)
 
 
 class _Signer:
     """Texts signed a batch at a time (SIGN_BATCH_BYTES), so a worker holds one batch of texts, not its
-    range's; rows of texts without a shingle are left out."""
+    range's; each batch's band keys go to the range's band files and its signatures are dropped. Rows of
+    texts without a shingle are left out."""
 
-    def __init__(self, settings: CleanSettings):
+    def __init__(self, settings: CleanSettings, keys: tuple[int, int, list[str]]):
         self.settings = settings
+        self.bands, self.band_rows, paths = keys
+        self.writer = KeyWriter(paths)
         self.rows: list[np.ndarray] = []
-        self.matrices: list[np.ndarray] = []
         self.pending_rows: list[int] = []
         self.pending: list[str] = []
         self.size = 0
@@ -212,15 +222,16 @@ class _Signer:
         if self.pending:
             matrix, shingles = signatures(self.pending, self.settings.ngram, self.settings.num_perm, self.settings.seed)
             self.rows.append(np.array(self.pending_rows, np.int64)[shingles > 0])
-            self.matrices.append(matrix[shingles > 0])
+            self.writer.append(all_band_keys(matrix[shingles > 0], self.bands, self.band_rows))
         self.pending_rows, self.pending, self.size = [], [], 0
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """The rows signed, and their signatures."""
+    def result(self) -> np.ndarray:
+        """The rows signed, in the order of their keys in the band files."""
         self._sign()
-        if not self.rows:
-            return np.zeros(0, np.int64), np.zeros((0, self.settings.num_perm), np.uint32)
-        return np.concatenate(self.rows), np.concatenate(self.matrices)
+        return np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def shingle_sets(task: RangeTask, settings: CleanSettings, wanted: np.ndarray, repeated: frozenset,

@@ -307,6 +307,26 @@ def measured_recall(threshold: float, bands: int, rows: int, similarity: Sequenc
     return ax.figure
 
 
+def cluster_sizes(series: Mapping[str, Mapping], title: str, ax=None):
+    """How many groups of near-duplicates have each size, on log-log axes, one marker series per run
+    (`report["fuzzy"]["group_sizes"]`: size -> groups)."""
+    ax = _axes(ax, (6.5, 4))
+    for k, (label, sizes) in enumerate(series.items()):
+        pairs = sorted((int(size), int(count)) for size, count in sizes.items())
+        if pairs:
+            ax.plot(*zip(*pairs), marker="o", linestyle="-", color=plt.get_cmap("tab10")(k),
+                    markersize=max(3, 7 - 2 * k), linewidth=1, alpha=0.8, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("documents in the group (the kept one included)")
+    ax.set_ylabel("groups of that size")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 def estimate_vs_exact(exact: Sequence[float], estimates: Mapping[str, Sequence[float]], num_perm: int, title: str,
                       ax=None):
     """MinHash estimates against exact Jaccard, one marker per estimator, with the diagonal and the band of
