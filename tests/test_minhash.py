@@ -136,3 +136,14 @@ def test_verification_and_union_find_keep_the_smallest_of_each_group():
     assert {(i, j) for i, j, _ in verified} == {(0, 1), (0, 3), (1, 3), (2, 4)}
     assert duplicate_groups(5, verified).tolist() == [0, 0, 2, 0, 2]
     assert duplicate_groups(3, [(1, 2, 1.0), (0, 2, 1.0)]).tolist() == [0, 0, 0]
+
+
+def test_sets_jaccard_counts_the_shared_values_of_two_sorted_sets_exactly():
+    from helpers.clean.shingles import sets_jaccard
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        first, second = (np.unique(rng.integers(0, 200, rng.integers(0, 50)).astype(np.uint64)) for _ in range(2))
+        a, b = set(first.tolist()), set(second.tolist())
+        assert sets_jaccard(first, second) == (len(a & b) / len(a | b) if a | b else 1.0)
+    assert sets_jaccard(np.zeros(0, np.uint64), np.array([1, 2], np.uint64)) == 0.0
