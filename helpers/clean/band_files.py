@@ -24,6 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from ..common.errors import UserError
+from .lsh import sorted_buckets
 
 KEY_BYTES = 8
 # held per key while a slice is sorted: key and row (twice while the chunks are joined), the sort order, the
@@ -123,7 +124,7 @@ class BandKeys:
         for band in range(bands):
             for piece in range(slices):
                 keys, rows = self._slice(band, piece, shift if slices > 1 else None)
-                yield from _sorted_buckets(keys, rows)
+                yield from sorted_buckets(keys, rows)
 
     def _slice(self, band: int, piece: int, shift) -> tuple[np.ndarray, np.ndarray]:
         """The keys of `band` whose top bits are `piece` (all of them when `shift` is None), and their rows."""
@@ -138,14 +139,3 @@ class BandKeys:
         if not keys:
             return np.zeros(0, np.uint64), np.zeros(0, np.int64)
         return np.concatenate(keys), np.concatenate(rows)
-
-
-def _sorted_buckets(keys: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
-    """Runs of equal keys (two or more) in ascending key order, as sorted rows."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    del keys
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    sizes = np.diff(np.append(starts, len(ordered)))
-    for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
-        yield np.sort(rows[order[start:start + size]])

@@ -46,6 +46,7 @@ are complete; a failed, interrupted or terminated run leaves none.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -328,7 +329,7 @@ class _Run:
             self._signed = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
                             BandKeys(key_files, [len(r.signature_rows) for r in results]))
 
-    @property
+    @functools.cached_property
     def bands(self) -> tuple[int, int]:
         """The LSH bands and rows of this run: given, or chosen for recall at the threshold."""
         settings = self.settings

@@ -105,13 +105,17 @@ def band_buckets(signatures: np.ndarray, bands: int, rows: int) -> Iterator[np.n
     """Each bucket of two or more documents equal on every row of a band, band after band, as the sorted
     row numbers of its members (keys sorted, so equal bands sit side by side)."""
     for band in range(bands):
-        keys = band_keys(signatures, band, rows)
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-        sizes = np.diff(np.append(starts, len(keys)))
-        for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
-            yield np.sort(order[start:start + size])
+        yield from sorted_buckets(band_keys(signatures, band, rows), np.arange(len(signatures), dtype=np.int64))
+
+
+def sorted_buckets(keys: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
+    """The runs of two or more equal `keys`, in ascending key order, each as the sorted `rows` of its keys."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    sizes = np.diff(np.append(starts, len(ordered)))
+    for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
+        yield np.sort(rows[order[start:start + size]])
 
 
 def candidate_pairs(signatures: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
