@@ -56,7 +56,7 @@ _texts: list[str] = []
 
 
 def _warm_up() -> None:
-    signatures(_texts[:8])  # imports, and numba's compiled kernel loaded in this process
+    signatures(_texts[:8])  # imports (rensa among them) done in this process
 
 
 def _sign_repeatedly(job: tuple[int, int, int]) -> float:

@@ -88,6 +88,42 @@ def test_exact_jaccard_matches_reference(first, second, n):
     assert shingles.exact_jaccard(a, b, n) == expected
 
 
+MASK = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def _reference_hashes(text: str, n: int) -> list[int]:
+    """The shingle hashes the module docstring defines, one word and one chunk at a time in Python integers."""
+    words = []
+    for word in (w for w in re.split(rb"[\x00-\x20]+", text.lower().encode()) if w):
+        state, full = 0xCBF29CE484222325, len(word) // 8
+        for k in range(full):
+            state = ((state ^ int.from_bytes(word[8 * k:8 * k + 8], "little")) * 0x100000001B3) & MASK
+            state ^= state >> 32
+        tail = int.from_bytes(word[8 * full:], "little")
+        words.append(_mix(state ^ tail ^ ((len(word) * 0x9E3779B97F4A7C15) & MASK)))
+    factors = [_mix(j + 0x9E3779B97F4A7C15) | 1 for j in range(n)]
+    windows = [words[i:i + n] for i in range(len(words) - n + 1)] if len(words) >= n else [words] if words else []
+    return [_mix(sum(w * f for w, f in zip(window, factors)) & MASK) for window in windows]
+
+
+LONG_WORDS = st.lists(st.sampled_from(["a", "bé", "x" * 8, "y" * 9, "z" * 64, "w" * 65, "v" * 200, "\t", "\n ", "\x01"]),
+                      max_size=40).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(TEXTS.map(" ".join), LONG_WORDS), min_size=1, max_size=12), st.integers(1, 5))
+def test_shingle_hashes_are_the_documented_hash(texts, n):
+    flat, offsets = shingles.shingle_hashes(texts, n)
+    for index, text in enumerate(texts):
+        assert flat[int(offsets[index]):int(offsets[index + 1])].tolist() == _reference_hashes(text, n)
+
+
 def test_batches_do_not_change_shingles(monkeypatch):
     texts = [f"document {i} " + "word " * (i % 17) + "end" for i in range(300)]
     whole = shingles.shingle_hashes(texts, 3)

@@ -7,9 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from helpers.clean.lsh import (candidate_pairs, candidate_probability, choose_bands, cluster, duplicate_groups,
-                               s_curve_points, verified_pairs)
+from helpers.clean.lsh import (_UnionFind, candidate_pairs, candidate_probability, choose_bands, cluster,
+                               duplicate_groups, s_curve_points, verified_pairs)
 from helpers.clean.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
 
 NUM_PERM = 128
@@ -109,6 +111,22 @@ def test_a_bucket_of_any_size_is_verified_against_a_few_representatives_only():
     assert strangers.comparisons <= 32 * 5_000 and strangers.roots.tolist() == list(range(5_000))
     again = cluster(5_000, [members, members], lambda i, j: True)  # a second band: one root check each
     assert again.comparisons == 4_999
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 40), st.integers(1, 6), st.floats(0.0, 1.0))
+def test_members_already_in_the_first_member_s_group_are_passed_over_with_the_same_result(seed, count, bands,
+                                                                                             density):
+    rng = np.random.default_rng(seed)
+    buckets = [np.unique(rng.choice(count, rng.integers(2, count + 1))) for _ in range(bands)]
+    close = {(i, j) for i in range(count) for j in range(count) if rng.random() < density}
+    similar = lambda i, j: (i, j) in close  # noqa: E731
+    fast = cluster(count, [b for b in buckets if len(b) > 1], similar, representatives=3)
+    with pytest.MonkeyPatch.context() as patch:  # every member through the loop, as before the shortcut
+        patch.setattr(_UnionFind, "roots_of", lambda self, items: -np.arange(len(items)))
+        slow = cluster(count, [b for b in buckets if len(b) > 1], similar, representatives=3)
+    assert fast.roots.tolist() == slow.roots.tolist()
+    assert (fast.comparisons, fast.joins, fast.over_cap) == (slow.comparisons, slow.joins, slow.over_cap)
 
 
 def test_a_copy_that_meets_only_another_copy_is_checked_against_their_original():

@@ -360,12 +360,20 @@ class _Run:
         self.seconds["fuzzy lsh"] = time.perf_counter() - start
         sets = self._shingle_sets(runner, documents, offsets, repeated=repeated, wanted=rows[in_bucket])
         start = time.perf_counter()
-        found = cluster(len(rows), keys.buckets(bands, budget),
-                        lambda i, j: sets.jaccard(rows[i], rows[j]) >= settings.threshold)
+        checked_with = np.full(len(rows), -1, np.int64)  # each document's last check: with whom, and its value
+        checked_value = np.zeros(len(rows), np.float64)
+
+        def similar(first: int, second: int) -> bool:
+            checked_with[first], checked_value[first] = second, sets.jaccard(rows[first], rows[second])
+            return checked_value[first] >= settings.threshold
+
+        found = cluster(len(rows), keys.buckets(bands, budget), similar)
         roots = found.roots
         duplicate = roots != np.arange(len(rows))
         documents.duplicate_of[rows[duplicate]] = rows[roots[duplicate]]
-        documents.similarity[rows[duplicate]] = [sets.jaccard(rows[i], rows[roots[i]]) for i in np.flatnonzero(duplicate)]
+        documents.similarity[rows[duplicate]] = [  # the check that joined most copies was with the kept one
+            float(checked_value[i]) if checked_with[i] == roots[i] else sets.jaccard(rows[i], rows[roots[i]])
+            for i in np.flatnonzero(duplicate).tolist()]
         mask = np.zeros(len(documents), bool)
         mask[rows[duplicate]] = True
         documents.remove(mask, "fuzzy")
@@ -449,8 +457,8 @@ class _ShingleSets:
 
     def __init__(self, count: int, offsets: np.ndarray, files: list[Path], results: list):
         self.files = files
-        self.maps = [np.memmap(file, dtype=np.uint64, mode="r") if file.stat().st_size else np.zeros(0, np.uint64)
-                     for file in files]
+        self.maps = [np.asarray(np.memmap(file, dtype=np.uint64, mode="r")) if file.stat().st_size  # plain views:
+                     else np.zeros(0, np.uint64) for file in files]  # a memmap's slices cost 3 us each
         self.part = np.full(count, -1, np.int64)
         self.start = np.zeros(count, np.int64)
         self.end = np.zeros(count, np.int64)

@@ -165,6 +165,15 @@ class _UnionFind:
         if a != b:
             self.parent[max(a, b)] = min(a, b)
 
+    def roots_of(self, items: np.ndarray) -> np.ndarray:
+        """The roots of some items at once, by pointer jumping over their parents."""
+        roots = self.parent[items]
+        while True:
+            above = self.parent[roots]
+            if np.array_equal(above, roots):
+                return roots
+            roots = above
+
     def roots(self) -> np.ndarray:
         """Every item's root, by pointer jumping over the whole array (a parent is never above its item)."""
         roots = self.parent.copy()
@@ -203,6 +212,11 @@ def cluster(count: int, buckets: Iterable[np.ndarray], similar: Callable[[int, i
         found.buckets += 1
         found.bucket_pairs += len(members) * (len(members) - 1) // 2
         held: list[int] = []
+        # The first member is the first representative. A member already in its group (another band joined
+        # them) would stop at it without a check, and groups only grow, so it is passed over here at once:
+        # a cluster met again in every band costs one array operation a band, not a loop over its members.
+        roots = groups.roots_of(members)
+        members = members[(roots != roots[0]) | (members == members[0])]
         for member in members.tolist():
             mine = groups.root(member)
             for representative in held:
