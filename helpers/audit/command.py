@@ -1,0 +1,64 @@
+"""`python -m helpers.audit`: audit batches saved from someone else's run.
+
+    python -m helpers.audit batches.pt --vocab-size 128256 --labels shifted
+    python -m helpers.audit rank0.pt rank1.pt --vocab-size 32000 --ranks
+
+Each file is `torch.save`d batches (a list of them, or one batch: dicts with `input_ids`, `(x, y)` pairs or
+2-D id tensors) or a `.npy` of ids (`[steps, rows, length]`, or one `[rows, length]` batch). The files are
+one stream, read in the order given, or with `--ranks` one stream per rank. Prints the report's table;
+exits 1 when there is a finding, 2 for a file it cannot read or a batch it cannot audit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..common.cli import CommandParser
+from ..common.errors import UserError
+from .stream import audit_ranks
+
+
+def read_batches(path: Path) -> list:
+    """The batches saved in one file (see the module docstring)."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file; fix: name files of torch.save'd batches or .npy arrays of ids")
+    try:
+        if path.suffix == ".npy":
+            array = np.load(path, allow_pickle=False)
+            return list(array) if array.ndim == 3 else [array]
+        import torch
+
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is the user's, said in one line
+        detail = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
+        raise UserError(f"{path}: cannot be read as saved batches ({type(error).__name__}: {detail}); fix: save a "
+                        "list of batches "
+                        "with torch.save, or ids with numpy.save") from None
+    return saved if isinstance(saved, list) else [saved]
+
+
+def _stream(paths: list[Path]) -> Iterator:
+    for path in paths:
+        yield from read_batches(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = CommandParser(prog="python -m helpers.audit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", type=Path, help="torch.save'd batches or .npy ids")
+    parser.add_argument("--vocab-size", type=int, required=True, help="the model's vocabulary size")
+    parser.add_argument("--labels", choices=["same", "shifted"], default=None,
+                        help="what the model expects: labels equal to input_ids (it shifts), or one token on")
+    parser.add_argument("--pad-id", type=int, default=None)
+    parser.add_argument("--eod-id", type=int, default=None)
+    parser.add_argument("--ignore-index", type=int, default=-100)
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
+    args = parser.parse_args(argv)
+    streams = [read_batches(path) for path in args.files] if args.ranks else [_stream(args.files)]
+    report = audit_ranks(streams, vocab_size=args.vocab_size, labels=args.labels, pad_id=args.pad_id,
+                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps)
+    print(report.summary())
+    return 0 if report.ok else 1
