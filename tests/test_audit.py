@@ -341,7 +341,7 @@ def test_the_trainer_callback_names_labels_shifted_twice(prefixes, tmp_path):
     assert healthy.auditor.settings.labels == "shifted"  # it read shift_labels
     # Trainer's default drops every column forward() does not name, shift_labels among them: the model then
     # shifts labels that were already shifted
-    with pytest.raises(DataBugError, match="labels-misaligned .*step 0.*they are shifted"):
+    with pytest.raises(DataBugError, match="labels-misaligned .*step 0.*they are one token ahead"):
         _trainer(prefixes["llama3"]["literature"], tmp_path, AuditCallback(), steps=3,
                  remove_unused_columns=True).train()
 

@@ -159,3 +159,16 @@ def test_08_every_framework_sees_the_same_batches_and_resumes_across_world_sizes
     assert max(finals) < m["synthetic_final_loss"] - 0.5  # 12 steps: already well below random tokens
     assert m["resume_max_difference"] < 1e-7
     assert (tmp_path / "runs" / "deepspeed.csv").exists() and (tmp_path / "runs" / "checkpoints").is_dir()
+
+
+def test_09_every_planted_bug_is_named_and_three_show_in_the_loss(tmp_path, corpus_dir):
+    parameters = {"data_dir": str(tmp_path / "audit-09")}
+    entry = run_notebook(_notebook("09_is_my_batch_real"), tmp_path / "09.ipynb", parameters)
+    assert entry["status"] == "ok", entry.get("error")
+    m = entry["metrics"]
+    assert m["healthy_ok"] is True and m["bugs_caught"] == m["bugs_planted"] == 12
+    assert m["trainer_default_stopped"] is True
+    assert m["top10_share.llama3.real"] > 0.15 > 0.02 > m["top10_share.llama3.random"]
+    assert m["final_loss.random-fallback"] == pytest.approx(m["eval_loss.random-fallback"], abs=0.2)
+    assert m["final_loss.stream-loops"] < m["final_loss.healthy"] - 1 < m["eval_loss.stream-loops"] - 1
+    assert m["eval_loss.double-shift"] > m["eval_loss.healthy"] + 0.2

@@ -35,6 +35,7 @@ from .statistics import (MATCHES, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches
                          uniform_windows, unigram_entropy)
 
 LABELS = ("same", "shifted", None)
+LAYOUT_WORDS = {"same": "equal to input_ids", "shifted": "one token ahead", "shifted twice": "two tokens ahead"}
 RANK_SLOTS = 1 << 20  # a sample's first sighting kept as one int: step * RANK_SLOTS + rank
 
 
@@ -102,14 +103,15 @@ class StreamAudit:
         def finding(code: str, message: str) -> None:
             found.append(Finding(code, self.step, self.rank, message))
 
-        self._ids(batch, finding)
-        if not self._random(batch, finding):  # random inputs match no label layout: one finding says it
-            self._labels(batch, finding)
+        constant = self._ids(batch, finding)
+        if not self._random(batch, finding) and not constant:  # random or constant inputs match no label
+            self._labels(batch, finding)  # layout: one finding says it
         self._repeats(batch, finding)
         self.step += 1
         return found
 
-    def _ids(self, batch: Batch, finding) -> None:
+    def _ids(self, batch: Batch, finding) -> bool:
+        """The ids' range, wrap-around and constancy; True for a batch of one id throughout."""
         s, ids = self.settings, batch.input_ids
         self.rows, self.length = ids.shape
         self.tokens += ids.size
@@ -128,7 +130,8 @@ class StreamAudit:
                 finding("id-out-of-range", f"labels hold ids outside [0, {s.vocab_size:,}) (largest {int(labels.max()):,}, "
                         f"smallest {int(labels.min()):,}) other than ignore_index {s.ignore_index}; fix: mask with "
                         f"{s.ignore_index}, not another value")
-        if ids.size and (ids == ids.flat[0]).all():
+        constant = bool((ids == ids.flat[0]).all())
+        if constant:
             finding("constant-batch", f"every one of the batch's {ids.size:,} ids is {int(ids.flat[0])}: a failed read "
                     "or an empty buffer; fix: check the reader returns data (a missing file must be an error)")
         elif (zero_rows := int((~ids.any(axis=1)).sum())) and ids.shape[1] >= 8:
@@ -144,6 +147,7 @@ class StreamAudit:
                 finding("id-wraparound", f"no id >= 65,536 in the first {self.tokens:,} tokens of a {s.vocab_size:,}-id "
                         "vocabulary (real text uses them for about 2% of its tokens here): ids wrapped by a uint16 "
                         "array; fix: store them as int32 or int64")
+        return constant
 
     def _random(self, batch: Batch, finding) -> bool:
         s, ids = self.settings, batch.input_ids
@@ -172,13 +176,13 @@ class StreamAudit:
         if wanted is not None and shares.get(wanted) is not None and shares[wanted] < MATCHES:
             what = {"same": "labels equal to input_ids (the model shifts them itself)",
                     "shifted": "labels one token ahead of input_ids"}[wanted]
-            got = (f"they are {seen[0]}" if len(seen) == 1 else "they match no layout")
+            got = f"they are {LAYOUT_WORDS[seen[0]]}" if len(seen) == 1 else "they match no layout"
             fix = ("pass input_ids as labels and let the model shift" if wanted == "same"
                    else "set y[t] = x[t+1] (a window of length+1 tokens, split)")
             finding("labels-misaligned", f"expected {what}, but {got} (share of label positions matching each layout: "
                     f"{shown}); the model trains on the wrong target; fix: {fix}")
         elif wanted is None and not {"same", "shifted"} & set(seen) and any(v is not None for v in shares.values()):
-            got = f"they are {seen[0]}" if len(seen) == 1 else "they match no layout"
+            got = f"they are {LAYOUT_WORDS[seen[0]]}" if len(seen) == 1 else "they match no layout"
             finding("labels-misaligned", f"labels are neither input_ids nor input_ids one token on: {got} (share of "
                     f"label positions matching each layout: {shown}); fix: labels are input_ids (the model shifts) "
                     "or x[t+1]")

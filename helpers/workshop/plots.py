@@ -366,3 +366,34 @@ def similarity_by_ngram(ngrams: Sequence[int], similarities: Mapping[str, Sequen
     ax.legend(fontsize=8)
     ax.figure.tight_layout()
     return ax.figure
+
+
+def rank_frequency(counts: Mapping[str, np.ndarray], title: str, ax=None):
+    """Each token id's share of the tokens against its rank, most frequent first, log-log: real text falls
+    along a line (Zipf's law), ids drawn uniformly stay flat (every id about as frequent as any other)."""
+    ax = _axes(ax, (8, 4.5))
+    for (label, values), style in zip(counts.items(), ("-", "--", "-", "--", ":", "-.")):
+        ordered = np.sort(np.asarray(values)[np.asarray(values) > 0])[::-1]
+        ax.loglog(np.arange(1, len(ordered) + 1), ordered / ordered.sum(), style, label=label)
+    ax.set_xlabel("rank of the token id (most frequent first)")
+    ax.set_ylabel("share of all tokens")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def training_and_held_out(logs: Mapping[str, Sequence[dict]], ln_vocab: float, title: str):
+    """Training loss (line) and held-out loss on healthy batches (dots, where evaluated) of several runs, one
+    colour each, with ln V across: a bug shows as a run whose two curves part or never leave ln V."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for index, (label, log) in enumerate(logs.items()):
+        colour = plt.get_cmap("tab10")(index)
+        ax.plot([row["step"] for row in log], [row["loss"] for row in log], color=colour, label=f"{label}: training")
+        held = [(row["step"], row["eval_loss"]) for row in log if row.get("eval_loss") is not None]
+        if held:
+            ax.plot(*zip(*held), "o--", color=colour, markersize=4, label=f"{label}: held out")
+    finished_loss_axes(fig, ax, title, ln_vocab)
+    ax.set_ylabel("loss (nats per token)")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
