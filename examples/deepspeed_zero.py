@@ -27,6 +27,8 @@ from helpers.training.distributed import join_ranks, leave_ranks  # noqa: E402
 from helpers.training.framework_runs import (  # noqa: E402
     ADAM_BETAS,
     StepLog,
+    add_audit_flag,
+    audited_if_asked,
     example_llama,
     example_loader,
     example_parser,
@@ -57,6 +59,7 @@ def deepspeed_config(args, world_size: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(__doc__.split("\n\n")[0])
+    add_audit_flag(parser)
     parser.add_argument("--zero-stage", type=int, choices=(1, 2, 3), default=2)
     parser.add_argument("--gradient-clipping", type=float, default=0.0,
                         help="clip the gradient norm here (0: off, as the other examples; DeepSpeed's default: 1.0)")
@@ -74,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                            config=deepspeed_config(args, ranks.world_size))
     log = StepLog(f"DeepSpeed ZeRO-{args.zero_stage} on {ranks.world_size} process(es)", ranks)
-    for step, batch in enumerate(loader):
+    batches = audited_if_asked(loader, example_vocab_size(args, loader)) if args.audit else loader
+    for step, batch in enumerate(batches):
         loss = next_token_loss(engine, {key: value.to(engine.device) for key, value in batch.items()})
         engine.backward(loss)
         engine.step()

@@ -19,12 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from helpers.audit import AuditCallback  # noqa: E402
 from helpers.common.errors import run_cli  # noqa: E402
 from helpers.loading.loader import samples_for_transformers  # noqa: E402
 from helpers.training.distributed import Ranks  # noqa: E402
 from helpers.training.framework_runs import (  # noqa: E402
     ADAM_BETAS,
     StepLog,
+    add_audit_flag,
     example_llama,
     example_loader,
     example_parser,
@@ -48,7 +50,9 @@ class DigestingCollator:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = example_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    parser = example_parser(__doc__.split("\n\n")[0])
+    add_audit_flag(parser)
+    args = parser.parse_args(argv)
     ranks = Ranks()
     loader = example_loader(args, ranks)
     model = example_llama(args, loader)
@@ -63,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                                      save_strategy="no", use_cpu=True, dataloader_drop_last=True, disable_tqdm=True,
                                      remove_unused_columns=False,
                                      train_sampling_strategy="sequential", seed=0)
+        callbacks = [AuditCallback()] if args.audit else []  # what the model is called with, every step
         trainer = Trainer(model=model, args=training, train_dataset=samples_for_transformers(loader),
-                          data_collator=collator)
+                          data_collator=collator, callbacks=callbacks)
         trainer.train()
         losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     log = StepLog("Trainer on 1 process", ranks)

@@ -93,3 +93,21 @@ def test_megatron_runs_its_own_attention_and_rotary_on_a_gpu(prefix):
     """On CUDA the example builds megatron-core's local spec as it ships; it learns as on the CPU."""
     run = run_framework("megatron", ["--data-path", prefix, *TINY, "--device", "cuda"]).check()
     assert float(FINAL_LOSS.search(run.stdout)[1]) < 4.5
+
+
+@pytest.mark.parametrize("name, processes, flags", [
+    ("helpers.training", 2, ["--parallel", "ddp"]), ("helpers.training", 2, ["--parallel", "fsdp"]),
+    ("deepspeed", 2, []), ("trainer", 1, [])], ids=["ddp", "fsdp", "deepspeed", "trainer"])
+def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, processes, flags, prefix):
+    short = ["--steps", "4", *TINY[2:]]
+    healthy = run_framework(name, ["--audit", "--data-path", prefix, *short, *flags], processes)
+    assert healthy.returncode == 0, healthy.stderr[-3000:]
+    fallback = run_framework(name, ["--audit", "--synthetic", "--vocab-size", "258", *short, *flags], processes)
+    errors = [line for line in fallback.stderr.splitlines() if line.startswith("error: ")]
+    # one line from each rank that got to say it (torchrun stops the others once one has failed)
+    assert 1 <= len(errors) <= processes, fallback.stderr[-3000:]
+    assert all(re.match(r"error: random-tokens \(rank \d, step 0\): .*fix: ", line) for line in errors), errors
+    if processes == 1:
+        assert fallback.returncode == 2 and "Traceback" not in fallback.stderr, fallback.stderr[-3000:]
+    else:  # torchrun reports its failed ranks in a block of its own
+        assert fallback.returncode != 0, fallback.stderr[-3000:]

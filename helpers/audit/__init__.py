@@ -4,8 +4,9 @@ shifted twice or not at all, padding in the loss, ids past the vocabulary or wra
 zeros.
 
 - `audit(batches, vocab_size=...)` reads one rank's stream, `audit_ranks([...])` several, offline;
-- `Auditor` audits a plain training loop live (`auditor.step(batch)`), comparing ranks under
-  torch.distributed; `AuditCallback` does it inside a Hugging Face `Trainer`;
+- `Auditor` audits a plain training loop live (`auditor.step(batch)`, or `Audited(loader, auditor)` in
+  place of the loader), comparing ranks under torch.distributed; `AuditCallback` does it inside a Hugging
+  Face `Trainer`; `--audit` does it in `python -m helpers.training` and the framework examples;
 - `python -m helpers.audit FILES --vocab-size N` reads batches saved from someone else's run.
 
 What each check measures and where its threshold comes from: `helpers.audit.statistics` and
@@ -15,12 +16,12 @@ What each check measures and where its threshold comes from: `helpers.audit.stat
 from .report import CODES, Finding, Report
 from .stream import audit, audit_ranks
 
-__all__ = ["CODES", "AuditCallback", "Auditor", "DataBugError", "Finding", "Report", "audit", "audit_ranks"]
+__all__ = ["CODES", "AuditCallback", "Audited", "Auditor", "DataBugError", "Finding", "Report", "audit", "audit_ranks"]
 
 
 def __getattr__(name: str):
     """The live parts on first use: `AuditCallback` imports transformers, which `audit` does not need."""
-    if name in ("Auditor", "DataBugError"):
+    if name in ("Audited", "Auditor", "DataBugError"):
         from . import live
 
         return getattr(live, name)

@@ -10,18 +10,22 @@ replays batches it already trained on is named too.
         auditor.step(batch)          # raises DataBugError on the first finding
         ...
     checkpoint["audit"] = auditor.state_dict()
+
+    train(model, Audited(loader, auditor), settings)   # or around any loader a training function takes
 """
 
 from __future__ import annotations
 
 import warnings
 
+from ..common.errors import UserError
 from .report import Finding, Report
 from .stream import RANK_SLOTS, AuditSettings, Seen, StreamAudit, digest, read_batch
 
 
-class DataBugError(RuntimeError):
-    """A batch the audit found wrong; the message is the finding's line."""
+class DataBugError(UserError):
+    """A batch the audit found wrong; the message is the finding's line (what was seen, the fix), so a
+    command line ends with that one line and exit code 2, like any other bad input."""
 
     def __init__(self, finding: Finding):
         super().__init__(finding.line())
@@ -92,3 +96,22 @@ class Auditor:
         stream.step, stream.tokens, stream.high_ids = state["step"], state["tokens"], state["high_ids"]
         stream.seen = Seen({int(k): v for k, v in state["batches"].items()},
                            {int(k): v for k, v in state["samples"].items()})
+
+
+class Audited:
+    """`batches` with every batch audited before it is handed on; anything else (a loader's `state_dict`,
+    `source`, `len`) is the wrapped object's, so it stands in for a loader wherever one is taken."""
+
+    def __init__(self, batches, auditor: Auditor):
+        self.batches, self.auditor = batches, auditor
+
+    def __iter__(self):
+        for batch in self.batches:
+            self.auditor.step(batch)
+            yield batch
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getattr__(self, name: str):
+        return getattr(self.__dict__["batches"], name)

@@ -11,7 +11,8 @@ tokens only with `--synthetic` (and `--vocab-size`); missing real data is an err
 `--model KEY=VALUE` and `--train KEY=VALUE` override the preset (e.g. `--model hidden_size=64`,
 `--train dtype=float64`). Rank 0 prints the summary and writes `--csv`. `--checkpoint-dir` saves the whole
 run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
-run would have taken.
+run would have taken. `--audit` checks every batch before its step (`helpers.audit`; under torchrun the ranks
+compare their batches) and stops the run at the first finding, in one line.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from ..audit.live import Audited, Auditor
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
@@ -87,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --checkpoint-dir")
     parser.add_argument("--until-step", type=int, default=None,
                         help="end this run before this step, checkpointed (a job's time limit)")
+    parser.add_argument("--audit", action="store_true",
+                        help="audit every batch before its step (helpers.audit); stop at the first finding")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if not args.data_path and not args.synthetic:
@@ -119,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                                      until_step=args.until_step)
     elif args.resume or args.until_step is not None:
         raise UserError("--resume and --until-step need --checkpoint-dir; fix: name the folder of the checkpoints")
-    result = train(model, loader, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
+    batches = Audited(loader, Auditor(vocab_size=vocab_size, labels="shifted")) if args.audit else loader
+    result = train(model, batches, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
                    parallel=args.parallel, micro_batch_size=args.micro_batch_size, checkpoints=checkpoints)
     if ranks.main:
         print(f"{len(result.log)} steps on {ranks.world_size} process(es), parallel {args.parallel}: final loss "

@@ -57,6 +57,20 @@ def example_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_audit_flag(parser: argparse.ArgumentParser) -> None:
+    """`--audit`: every batch audited before its step (`helpers.audit`), the run stopped at the first finding."""
+    parser.add_argument("--audit", action="store_true",
+                        help="audit every batch before its step (helpers.audit); stop at the first finding")
+
+
+def audited_if_asked(loader: TokenBatches, vocab_size: int):
+    """The loader with each batch audited on its way to the model (labels one token on, as the loader gives
+    them); under torch.distributed the ranks compare their batches at every step."""
+    from ..audit.live import Audited, Auditor
+
+    return Audited(loader, Auditor(vocab_size=vocab_size, labels="shifted"))
+
+
 def example_loader(args: argparse.Namespace, ranks: Ranks) -> TokenBatches:
     """This rank's slice of each global batch, real data unless random tokens were asked for by name."""
     refuse_missing_data(args.data_path, args.synthetic)
