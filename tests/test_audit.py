@@ -359,3 +359,27 @@ def test_the_trainer_callback_names_a_resume_that_replays(prefixes, tmp_path):
     with pytest.raises(DataBugError, match="repeated-batch .*step 2.*equals the one at step 0"):
         _trainer(prefixes["llama3"]["literature"], tmp_path, AuditCallback(), steps=4,
                  ignore_data_skip=True).train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-2"))
+
+
+def test_an_audited_loader_carries_the_auditor_through_a_checkpoint(prefixes, tmp_path):
+    import json
+
+    from helpers.audit import Audited, Auditor, DataBugError
+
+    def audited():
+        loader = make_dataloader([prefixes["llama3"]["literature"]], split="1,0,0", seq_length=128, batch_size=4,
+                                 num_samples=40, cache_dir=tmp_path)
+        return Audited(loader, Auditor(vocab_size=VOCAB, labels="shifted"))
+
+    first = audited()
+    for _ in zip(range(4), first):
+        pass
+    state = json.loads(json.dumps(first.state_dict(unused=1)))  # as run.json keeps it; one batch staged ahead
+    assert state["samples_consumed"] == 12 and state["audit"]["step"] == 3
+    resumed = audited()
+    resumed.load_state_dict(state)
+    assert len(list(resumed)) == 7  # batches 3 to 9, the staged one again: no finding
+    early = audited()  # a resume that starts two batches early
+    early.load_state_dict({**state, "samples_consumed": state["samples_consumed"] - 8})
+    with pytest.raises(DataBugError, match="repeated-batch .*step 3.*equals the one at step 1"):
+        list(early)

@@ -111,3 +111,12 @@ def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, p
         assert fallback.returncode == 2 and "Traceback" not in fallback.stderr, fallback.stderr[-3000:]
     else:  # torchrun reports its failed ranks in a block of its own
         assert fallback.returncode != 0, fallback.stderr[-3000:]
+
+
+def test_an_audited_run_resumes_from_its_checkpoint_without_a_finding(prefix, tmp_path):
+    flags = ["--audit", "--data-path", prefix, "--checkpoint-dir", str(tmp_path / "ckpt"), *TINY[:1], "6", *TINY[2:]]
+    stopped = run_framework("helpers.training", [*flags, "--until-step", "3", "--checkpoint-every", "3"])
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    resumed = run_framework("helpers.training", [*flags, "--resume"], csv=tmp_path / "resumed.csv")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert list(resumed.log["step"]) == [3, 4, 5]

@@ -85,11 +85,18 @@ class Auditor:
             for row in rows:
                 seen.samples.setdefault(row, step * RANK_SLOTS + rank)
 
-    def state_dict(self) -> dict:
-        """What a checkpoint keeps: the digests seen and where the stream stands."""
+    def state_dict(self, unused: int = 0) -> dict:
+        """What a checkpoint keeps: the digests seen and where the stream stands. `unused`: the last batches
+        audited but not trained on (staged ahead for a GPU) are left out, so that a run resumed from this
+        state takes them again without a finding."""
         stream = self.stream
-        return {"version": 1, "step": stream.step, "tokens": stream.tokens, "high_ids": stream.high_ids,
-                "batches": dict(stream.seen.batches), "samples": dict(stream.seen.samples)}
+        until = (stream.step - unused) * RANK_SLOTS
+
+        def before(sightings: dict) -> dict:
+            return {digest: where for digest, where in sightings.items() if where < until}
+
+        return {"version": 1, "step": stream.step - unused, "tokens": stream.tokens, "high_ids": stream.high_ids,
+                "batches": before(stream.seen.batches), "samples": before(stream.seen.samples)}
 
     def load_state_dict(self, state: dict) -> None:
         stream = self.stream
@@ -99,8 +106,9 @@ class Auditor:
 
 
 class Audited:
-    """`batches` with every batch audited before it is handed on; anything else (a loader's `state_dict`,
-    `source`, `len`) is the wrapped object's, so it stands in for a loader wherever one is taken."""
+    """`batches` with every batch audited before it is handed on; it stands in for a loader wherever one is
+    taken: its state is the loader's with the auditor's beside it, and anything else (`source`,
+    `fingerprint`) is the wrapped loader's."""
 
     def __init__(self, batches, auditor: Auditor):
         self.batches, self.auditor = batches, auditor
@@ -112,6 +120,15 @@ class Audited:
 
     def __len__(self) -> int:
         return len(self.batches)
+
+    def state_dict(self, unused: int = 0) -> dict:
+        """The loader's state with the auditor's beside it (under "audit"), for a checkpoint."""
+        return {**self.batches.state_dict(unused=unused), "audit": self.auditor.state_dict(unused=unused)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.batches.load_state_dict(state)
+        if "audit" in state:
+            self.auditor.load_state_dict(state["audit"])
 
     def __getattr__(self, name: str):
         return getattr(self.__dict__["batches"], name)
