@@ -383,3 +383,11 @@ def test_an_audited_loader_carries_the_auditor_through_a_checkpoint(prefixes, tm
     early.load_state_dict({**state, "samples_consumed": state["samples_consumed"] - 8})
     with pytest.raises(DataBugError, match="repeated-batch .*step 3.*equals the one at step 1"):
         list(early)
+
+
+def test_window_pairs_counts_equal_pairs_in_every_window():
+    from helpers.audit.statistics import window_pairs
+
+    windows = np.random.default_rng(0).integers(0, 20, (50, 30))
+    expected = [int(sum(c * (c - 1) // 2 for c in np.unique(w, return_counts=True)[1])) for w in windows]
+    assert window_pairs(windows).tolist() == expected

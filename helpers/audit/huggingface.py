@@ -18,6 +18,7 @@ import os
 
 from transformers import TrainerCallback
 
+from ..common.files import write_text_atomically
 from .live import Auditor
 
 STATE_FILE = "audit_state.json"
@@ -61,10 +62,7 @@ class AuditCallback(TrainerCallback):
         if self.auditor is not None and self.auditor.rank == 0:
             folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
             os.makedirs(folder, exist_ok=True)
-            partial = os.path.join(folder, f".{STATE_FILE}.partial")
-            with open(partial, "w", encoding="utf-8") as file:
-                json.dump(self.auditor.state_dict(), file)
-            os.replace(partial, os.path.join(folder, STATE_FILE))
+            write_text_atomically(os.path.join(folder, STATE_FILE), json.dumps(self.auditor.state_dict()))
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.handle is not None:

@@ -20,7 +20,7 @@ import warnings
 
 from ..common.errors import UserError
 from .report import Finding, Report
-from .stream import RANK_SLOTS, AuditSettings, Seen, StreamAudit, digest, read_batch
+from .stream import RANK_SLOTS, AuditSettings, Seen, StreamAudit, batch_digests, read_batch
 
 
 class DataBugError(UserError):
@@ -60,10 +60,12 @@ class Auditor:
 
     def step(self, batch) -> list[Finding]:
         """Audit the batch about to be trained on; every rank calls it at every step (it gathers)."""
+        read = read_batch(batch, self.stream.step)
+        digests = batch_digests(read.input_ids)
         dist = _distributed()
         if dist is not None:
-            self._share(batch, dist)
-        found = self.stream.look(batch)
+            self._share(digests, dist)
+        found = self.stream.examine(read, digests)
         new = [finding for finding in found if self.report.add(finding)]
         if found and self.on_finding == "raise":
             raise DataBugError(found[0])
@@ -71,12 +73,10 @@ class Auditor:
             warnings.warn(finding.line(), stacklevel=2)
         return found
 
-    def _share(self, batch, dist) -> None:
+    def _share(self, digests: tuple[int, list[int]], dist) -> None:
         """Every rank's batch and sample digests of this step, entered as seen on their ranks at this step."""
-        ids = read_batch(batch, self.stream.step).input_ids
-        mine = (digest(ids) ^ ids.shape[0], [digest(row) for row in ids])
         everyone: list = [None] * dist.get_world_size()
-        dist.all_gather_object(everyone, mine)
+        dist.all_gather_object(everyone, digests)
         seen, step = self.stream.seen, self.stream.step
         for rank, (whole, rows) in enumerate(everyone):
             if rank == self.rank:

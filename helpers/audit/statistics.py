@@ -31,12 +31,6 @@ WRAP_TOKENS = 4096  # tokens without an id >= 65,536 before a large vocabulary c
 MATCHES = 0.99  # share of label positions that must agree for a label layout to count as the one used
 
 
-def equal_pairs(window: np.ndarray) -> int:
-    """Pairs of positions holding the same id."""
-    _, counts = np.unique(window, return_counts=True)
-    return int((counts * (counts - 1) // 2).sum())
-
-
 def uniform_bound(length: int, vocab_size: int) -> tuple[float, float]:
     """(mean equal pairs of a uniform draw of `length` ids, the most a window may have to count as one)."""
     mean = length * (length - 1) / (2 * vocab_size)
@@ -54,15 +48,16 @@ def window_pairs(windows: np.ndarray) -> np.ndarray:
     return (index - run_start).sum(axis=1)
 
 
-def uniform_windows(ids: np.ndarray, vocab_size: int) -> tuple[int, int, float, float]:
+def uniform_windows(ids: np.ndarray, vocab_size: int) -> tuple[int, int, float, float, float]:
     """Over the windows of `WINDOW` tokens of each row (a row shorter than that is one window): (windows,
-    windows that look uniform, the fewest equal pairs a window had, the uniform mean for a full window)."""
+    windows that look uniform, the fewest equal pairs a window had, a uniform draw's mean pairs and the bound
+    for a window)."""
     rows, length = ids.shape
     size = min(WINDOW, length)
     count = length // size
     pairs = window_pairs(ids[:, :count * size].reshape(rows * count, size))
     mean, bound = uniform_bound(size, vocab_size)
-    return len(pairs), int((pairs <= bound).sum()), float(pairs.min()), mean
+    return len(pairs), int((pairs <= bound).sum()), float(pairs.min()), mean, bound
 
 
 def unigram_entropy(counts: np.ndarray) -> float:

@@ -31,7 +31,7 @@ import xxhash
 from ..common.errors import UserError
 from .batches import Batch, read_batch
 from .report import Finding, Report
-from .statistics import (MATCHES, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches, padding_positions, uniform_bound,
+from .statistics import (MATCHES, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches, padding_positions,
                          uniform_windows, unigram_entropy)
 
 LABELS = ("same", "shifted", None)
@@ -58,6 +58,11 @@ class AuditSettings:
 
 def digest(array: np.ndarray) -> int:
     return xxhash.xxh3_64_intdigest(np.ascontiguousarray(array).tobytes())
+
+
+def batch_digests(ids: np.ndarray) -> tuple[int, list[int]]:
+    """(the batch's digest, each sample's): what repeats and other ranks' batches are found by."""
+    return digest(ids) ^ ids.shape[0], [digest(row) for row in ids]
 
 
 class Seen:
@@ -97,7 +102,12 @@ class StreamAudit:
                 "uniform_pairs": self.uniform_pairs, "max_id": self.max_id}
 
     def look(self, raw) -> list[Finding]:
+        """Every check on the stream's next batch, as handed over (see `helpers.audit.batches`)."""
         batch = read_batch(raw, self.step)
+        return self.examine(batch, batch_digests(batch.input_ids))
+
+    def examine(self, batch: Batch, digests: tuple[int, list[int]]) -> list[Finding]:
+        """`look` on a batch already read, with its `batch_digests`."""
         found: list[Finding] = []
 
         def finding(code: str, message: str) -> None:
@@ -106,7 +116,7 @@ class StreamAudit:
         constant = self._ids(batch, finding)
         if not self._random(batch, finding) and not constant:  # random or constant inputs match no label
             self._labels(batch, finding)  # layout: one finding says it
-        self._repeats(batch, finding)
+        self._repeats(batch, digests, finding)
         self.step += 1
         return found
 
@@ -151,10 +161,9 @@ class StreamAudit:
 
     def _random(self, batch: Batch, finding) -> bool:
         s, ids = self.settings, batch.input_ids
-        windows, uniform, fewest, mean = uniform_windows(ids, s.vocab_size)
+        windows, uniform, fewest, mean, bound = uniform_windows(ids, s.vocab_size)
         self.fewest_pairs, self.uniform_pairs = min(self.fewest_pairs, fewest), mean
         if uniform:
-            _, bound = uniform_bound(min(WINDOW, ids.shape[1]), s.vocab_size)
             counts = np.bincount(ids[(ids >= 0) & (ids < s.vocab_size)], minlength=s.vocab_size)
             finding("random-tokens", f"{uniform} of {windows} windows of {min(WINDOW, ids.shape[1])} ids look uniformly "
                     f"random (fewest equal pairs {fewest:.0f}, a uniform draw gives {mean:.2f}, real text here "
@@ -193,10 +202,9 @@ class StreamAudit:
                     f"{s.ignore_index}): the loss learns to predict padding; fix: set labels to {s.ignore_index} "
                     "where attention_mask is 0 (or the input is the pad id)")
 
-    def _repeats(self, batch: Batch, finding) -> None:
+    def _repeats(self, batch: Batch, digests: tuple[int, list[int]], finding) -> None:
         ids, seen, here = batch.input_ids, self.seen, self.step * RANK_SLOTS + self.rank
-        whole = digest(ids) ^ ids.shape[0]
-        rows = [digest(row) for row in ids]
+        whole, rows = digests
         earlier = [seen.samples[d] for d in rows if d in seen.samples and seen.samples[d] // RANK_SLOTS < self.step]
         alongside = [seen.samples[d] for d in rows if d in seen.samples and seen.samples[d] // RANK_SLOTS == self.step
                      and seen.samples[d] % RANK_SLOTS != self.rank]
