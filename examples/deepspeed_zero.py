@@ -11,6 +11,8 @@ parameters (3). On a machine without GPUs DeepSpeed runs on its CPU accelerator 
 compiles a small shared-memory communication op with g++ into `data/cache/torch_extensions` (about a minute,
 once), and Adam is torch's own (`torch_adam`), so no fused CUDA kernel is compiled.
 Missing data stops the run with one line naming the path and how to make it; nothing falls back.
+`--audit` checks every batch before its step (the ranks compare theirs); `--plant-bug NAME` does one of the
+silent data bugs to the batches first, and says so, to see the audit name it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from helpers.training.framework_runs import (  # noqa: E402
     ADAM_BETAS,
     StepLog,
     add_audit_flag,
-    audited_if_asked,
+    batches_for_the_model,
     example_llama,
     example_loader,
     example_parser,
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                            config=deepspeed_config(args, ranks.world_size))
     log = StepLog(f"DeepSpeed ZeRO-{args.zero_stage} on {ranks.world_size} process(es)", ranks)
-    batches = audited_if_asked(loader, example_vocab_size(args, loader)) if args.audit else loader
+    batches = batches_for_the_model(args, loader, example_vocab_size(args, loader))
     for step, batch in enumerate(batches):
         loss = next_token_loss(engine, {key: value.to(engine.device) for key, value in batch.items()})
         engine.backward(loss)

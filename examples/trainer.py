@@ -9,6 +9,8 @@ The loader's labels are already shifted: `samples_for_transformers` hands them t
 Samples are taken in the loader's order (`train_sampling_strategy="sequential"`; the loader has already
 shuffled them as Megatron does), so step k learns from the loader's global batch k, as in every other example.
 Missing data stops the run with one line naming the path and how to make it; nothing falls back.
+`--audit` checks every batch the model is called with (`helpers.audit.AuditCallback`); `--plant-bug NAME`
+does one of the silent data bugs to the batches first, and says so, to see the audit name it.
 """
 
 from __future__ import annotations
@@ -32,19 +34,24 @@ from helpers.training.framework_runs import (  # noqa: E402
     example_parser,
     example_vocab_size,
     global_batch_digest,
+    planter_if_asked,
 )
 
 
 class DigestingCollator:
-    """Transformers' default collation, noting the digest of each batch it hands the model, in order."""
+    """Transformers' default collation, noting the digest of each batch it hands the model, in order; with
+    `--plant-bug`, the bug done to each batch first (on the loader's layout: `shift_labels` are its labels)."""
 
-    def __init__(self):
+    def __init__(self, planter=None):
         from transformers import default_data_collator
 
-        self.collate, self.digests = default_data_collator, []
+        self.collate, self.digests, self.planter = default_data_collator, [], planter
 
     def __call__(self, samples):
         batch = self.collate(samples)
+        if self.planter is not None:
+            batch = self.planter({key: value for key, value in batch.items() if key != "shift_labels"})
+            batch["shift_labels"] = batch["labels"]
         self.digests.append(global_batch_digest(batch["input_ids"]))
         return batch
 
@@ -58,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     model = example_llama(args, loader)
     from transformers import Trainer, TrainingArguments
 
-    collator = DigestingCollator()
+    collator = DigestingCollator(planter_if_asked(args, loader.source.vocab_size))
     with tempfile.TemporaryDirectory(prefix="trainer-") as folder:
         training = TrainingArguments(output_dir=folder, max_steps=args.steps,
                                      per_device_train_batch_size=args.global_batch_size, learning_rate=args.lr,

@@ -202,6 +202,36 @@ def test_a_resume_that_replays_batches_is_named(real):
     assert [f.code for f in replayed] == ["repeated-batch"] and "step 4" in replayed[0].message
 
 
+@pytest.mark.parametrize("bug", ["random-fallback", "partly-random", "stream-loops", "epoch-not-advanced",
+                                 "resume-replays", "double-shift", "no-shift", "padding-in-loss", "uint16-wrap",
+                                 "zero-batch"])
+def test_a_bug_planted_step_by_step_is_named_where_it_first_shows(real, bug):
+    """The live planter (`--plant-bug` of the training commands) does its bug one batch at a time; the audit
+    names it at the step it starts (from the first step for the labels' bugs, once 4,096 ids have been
+    seen for uint16), as it names the same bug planted into the whole stream at once."""
+    from helpers.audit.planting import BUGS, PLANTED_AT, Planter
+    from helpers.workshop.explore.batch_bugs import planted
+
+    planter = Planter(bug, vocab_size=VOCAB)
+    stream = [planter(batch) for batch in real]
+    report = audit(stream, vocab_size=VOCAB, labels="shifted")
+    offline = planted(bug, real, vocab_size=VOCAB, at=PLANTED_AT)
+    assert (report.findings[0].code, report.findings[0].step) == (BUGS[bug][0], offline.step), report.summary()
+    assert len(stream) == len(real) and all(batch["input_ids"].shape[0] == 8 for batch in stream)
+    assert audit(real, vocab_size=VOCAB, labels="shifted").ok  # the planter changed copies only
+
+
+def test_the_planted_bugs_of_the_set_up_refuse_data_they_cannot_show_in():
+    from helpers.audit.planting import Planter, loader_rank, model_vocab_size
+
+    assert (loader_rank("rank-not-set", 1, 2), loader_rank(None, 1, 2)) == (0, 1)
+    assert (model_vocab_size("past-vocab", VOCAB), model_vocab_size(None, VOCAB)) == (32_000, VOCAB)
+    for refused in (lambda: loader_rank("rank-not-set", 0, 1), lambda: model_vocab_size("past-vocab", 258),
+                    lambda: Planter("uint16-wrap", vocab_size=50_257), lambda: Planter("no-such-bug", vocab_size=258)):
+        with pytest.raises(UserError, match="fix: "):
+            refused()
+
+
 def test_bad_input_is_one_line():
     ids = torch.arange(40).reshape(2, 20)
     for bad, expected in (({"labels": ids}, "without input_ids"), ([[1, 2, 3], [4, 5]], "ragged"),

@@ -6,11 +6,14 @@ loss curve as `helpers.training` does."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 import torch
 
+from helpers.audit.planting import BUGS, PLANTED_AT
+from helpers.audit.statistics import WRAP_TOKENS
 from helpers.loading.loader import make_dataloader
 from helpers.preprocess import preprocess
 from helpers.training.framework_runs import global_batch_digest
@@ -29,6 +32,14 @@ SAME_CURVE = 1e-4  # float32 on CPU: the frameworks sum in different orders
 def prefix(corpus_dir, tmp_path_factory) -> str:
     """The docs domain of the real corpus as byte ids (a 258-id vocabulary keeps the model tiny)."""
     made = preprocess(corpus_dir / "docs.jsonl", tmp_path_factory.mktemp("examples") / "docs", "bytes",
+                      append_eod=True, workers=2, progress=False)
+    return made.outputs["text"]
+
+
+@pytest.fixture(scope="module")
+def large_vocab_prefix(corpus_dir, tmp_path_factory) -> str:
+    """The docs domain as llama3's ids (128,256 of them): the data of the vocabulary bugs."""
+    made = preprocess(corpus_dir / "docs.jsonl", tmp_path_factory.mktemp("examples") / "docs", "llama3",
                       append_eod=True, workers=2, progress=False)
     return made.outputs["text"]
 
@@ -117,6 +128,53 @@ def test_an_audited_run_resumes_from_its_checkpoint_without_a_finding(prefix, tm
     flags = ["--audit", "--data-path", prefix, "--checkpoint-dir", str(tmp_path / "ckpt"), *TINY[:1], "6", *TINY[2:]]
     stopped = run_framework("helpers.training", [*flags, "--until-step", "3", "--checkpoint-every", "3"])
     assert stopped.returncode == 0, stopped.stderr[-3000:]
+    # a resume put back two batches before its checkpoint: the auditor's digests came through the restart
+    replayed = run_framework("helpers.training", [*flags, "--resume", "--plant-bug", "resume-replays"])
+    assert findings(replayed) == {("repeated-batch", 0, 3)}, replayed.stderr[-3000:]
+    assert "equals the one at step 1" in replayed.stderr
     resumed = run_framework("helpers.training", [*flags, "--resume"], csv=tmp_path / "resumed.csv")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert list(resumed.log["step"]) == [3, 4, 5]
+
+
+AUDITED = {"ddp": ("helpers.training", 2, ["--parallel", "ddp"]),
+           "fsdp": ("helpers.training", 2, ["--parallel", "fsdp"]),
+           "deepspeed": ("deepspeed", 2, []), "trainer": ("trainer", 1, [])}
+FINDING = re.compile(r"^error: ([a-z-]+) \(rank (\d+), step (\d+)\): .*; fix: ", re.MULTILINE)
+
+
+def findings(run) -> set[tuple[str, int, int]]:
+    """(code, rank, step) of every finding a run's processes stopped on."""
+    return {(code, int(rank), int(step)) for code, rank, step in FINDING.findall(run.stderr)}
+
+
+def due_step(bug: str, tokens_per_step: int) -> int:
+    """The first step at which the planted bug can be seen."""
+    if bug in ("rank-not-set", "double-shift", "no-shift", "past-vocab"):
+        return 0
+    if bug == "uint16-wrap":  # named once a rank's stream has held WRAP_TOKENS ids and none of the top half
+        return math.ceil(WRAP_TOKENS / tokens_per_step) - 1
+    return PLANTED_AT
+
+
+@pytest.mark.parametrize("bug", BUGS)
+@pytest.mark.parametrize("framework", AUDITED)
+def test_every_planted_bug_is_named_in_every_framework(framework, bug, prefix, large_vocab_prefix):
+    """The bug done to the real batches by name, as a broken script would; the audit names it, on the
+    step it first shows, and the run stops there (exit 2, or torchrun's failure on 2 processes)."""
+    name, processes, flags = AUDITED[framework]
+    data = large_vocab_prefix if bug in ("past-vocab", "uint16-wrap") else prefix
+    steps, seq = (10, 128) if bug == "uint16-wrap" else (6, SEQ)
+    run = run_framework(name, ["--audit", "--plant-bug", bug, "--data-path", data, "--steps", str(steps),
+                               "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", str(seq), *SHAPE, *flags],
+                        processes)
+    # no traceback from a rank; torchrun's own (ending in ChildFailedError) is its report of the failed ranks
+    assert run.returncode != 0 and run.stderr.count("Traceback") == (processes > 1), run.stderr[-3000:]
+    if bug == "rank-not-set" and processes == 1:  # one process has no other rank to repeat: said, not ignored
+        assert run.returncode == 2 and run.stderr_line.startswith("error: rank-not-set needs two processes")
+        return
+    assert f"PLANTED BUG, asked for by name: {bug}" in run.stderr
+    due = due_step(bug, GLOBAL_BATCH // processes * seq)
+    found = findings(run)
+    assert found and {(code, step) for code, _, step in found} == {(BUGS[bug][0], due)}, run.stderr[-3000:]
+    assert "terminate called" not in run.stderr, run.stderr[-3000:]  # every rank left by its own exit

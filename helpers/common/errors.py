@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable
 
@@ -20,18 +21,34 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
         try:
             code = main(argv)
         except UserError as err:
-            print(f"error: {err}", file=sys.stderr)
-            sys.exit(2)
+            stop(2, f"error: {err}")
         except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            sys.exit(130)
+            stop(130, "interrupted")
         except stop_signals.Terminated:
-            print("terminated", file=sys.stderr)
-            sys.exit(143)
+            stop(143, "terminated")
         except OSError as err:  # a path that cannot be read or written: the user's set-up, not a bug
-            print(f"error: {describe_os_error(err)}", file=sys.stderr)
-            sys.exit(2)
+            stop(2, f"error: {describe_os_error(err)}")
     sys.exit(code or 0)
+
+
+def stop(code: int, line: str) -> None:
+    """End the command with one line on stderr and `code`. A rank of a torch.distributed job exits at once
+    after its line: finalizing the interpreter while the group's threads still release the last collective's
+    tensors aborts the process (SIGABRT: they wait for the interpreter's lock as it goes away). torchrun
+    ends the other ranks once one has failed."""
+    say_on_stderr(line)
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        sys.stdout.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def say_on_stderr(line: str) -> None:
+    """One line in one write: stderr is unbuffered, and `print` writes the text and its newline apart, so
+    the lines of processes that fail together (the ranks of a torchrun job) would run into each other."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def describe_os_error(err: OSError) -> str:

@@ -12,7 +12,8 @@ tokens only with `--synthetic` (and `--vocab-size`); missing real data is an err
 `--train dtype=float64`). Rank 0 prints the summary and writes `--csv`. `--checkpoint-dir` saves the whole
 run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
 run would have taken. `--audit` checks every batch before its step (`helpers.audit`; under torchrun the ranks
-compare their batches) and stops the run at the first finding, in one line.
+compare their batches) and stops the run at the first finding, in one line; `--plant-bug NAME` does one of
+the silent data bugs of `helpers.audit.planting` to the real batches, and says so, to see the audit name it.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from pathlib import Path
 import torch
 import yaml
 
-from ..audit.live import Audited, Auditor
+from ..audit.planting import loader_rank, model_vocab_size
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
+from .audit_flags import add_audit_flag, batches_for_the_model
 from .distributed import PARALLEL, join_ranks, leave_ranks
 from .train import (
     IMPLEMENTATIONS,
@@ -89,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --checkpoint-dir")
     parser.add_argument("--until-step", type=int, default=None,
                         help="end this run before this step, checkpointed (a job's time limit)")
-    parser.add_argument("--audit", action="store_true",
-                        help="audit every batch before its step (helpers.audit); stop at the first finding")
+    add_audit_flag(parser)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if not args.data_path and not args.synthetic:
@@ -108,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
     loader = make_dataloader(None if args.synthetic else args.data_path, split=args.split,
                              seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
-                             seed=settings.seed, num_samples=settings.steps * settings.batch_size, rank=ranks.rank,
+                             seed=settings.seed, num_samples=settings.steps * settings.batch_size,
+                             rank=loader_rank(args.plant_bug, ranks.rank, ranks.world_size),
                              world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
                              vocab_size=args.vocab_size, cache_dir=None, num_workers=workers)
     model_overrides = {"max_position_embeddings": settings.seq_length, **assignments(args.model, "--model")}
     vocab_size = model_overrides.pop("vocab_size", None) or getattr(loader.source, "vocab_size", None)
     if vocab_size is None:
         raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
+    vocab_size = model_vocab_size(args.plant_bug, vocab_size)
     model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed,
                         implementation=args.implementation or preset_implementation(args.preset))
     checkpoints = None
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                      until_step=args.until_step)
     elif args.resume or args.until_step is not None:
         raise UserError("--resume and --until-step need --checkpoint-dir; fix: name the folder of the checkpoints")
-    batches = Audited(loader, Auditor(vocab_size=vocab_size, labels="shifted")) if args.audit else loader
+    batches = batches_for_the_model(args, loader, vocab_size)
     result = train(model, batches, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
                    parallel=args.parallel, micro_batch_size=args.micro_batch_size, checkpoints=checkpoints)
     if ranks.main:

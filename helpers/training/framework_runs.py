@@ -21,15 +21,18 @@ import numpy as np
 import torch
 import xxhash
 
+from ..audit.planting import loader_rank, model_vocab_size
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import written_atomically
 from ..loading.loader import TokenBatches, make_dataloader
+from .audit_flags import add_audit_flag, batches_for_the_model, planter_if_asked
 from .distributed import Ranks, group_running
 from .train import ADAM_BETAS
 
-__all__ = ["ADAM_BETAS", "StepLog", "example_llama", "example_loader", "example_parser", "example_vocab_size",
-           "global_batch_digest", "llama_shape", "mean_over_ranks", "refuse_missing_data", "row_digests"]
+__all__ = ["ADAM_BETAS", "StepLog", "add_audit_flag", "batches_for_the_model", "example_llama", "example_loader",
+           "example_parser", "example_vocab_size", "global_batch_digest", "llama_shape", "mean_over_ranks",
+           "planter_if_asked", "refuse_missing_data", "row_digests"]
 
 EXAMPLE_SEED = 0
 FINAL_LINE = "{name}, {steps} steps of {batch} x {seq}: loss {first:.4f} -> {last:.4f} (ln V = {ln_v:.4f})"
@@ -57,20 +60,6 @@ def example_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def add_audit_flag(parser: argparse.ArgumentParser) -> None:
-    """`--audit`: every batch audited before its step (`helpers.audit`), the run stopped at the first finding."""
-    parser.add_argument("--audit", action="store_true",
-                        help="audit every batch before its step (helpers.audit); stop at the first finding")
-
-
-def audited_if_asked(loader: TokenBatches, vocab_size: int):
-    """The loader with each batch audited on its way to the model (labels one token on, as the loader gives
-    them); under torch.distributed the ranks compare their batches at every step."""
-    from ..audit.live import Audited, Auditor
-
-    return Audited(loader, Auditor(vocab_size=vocab_size, labels="shifted"))
-
-
 def example_loader(args: argparse.Namespace, ranks: Ranks) -> TokenBatches:
     """This rank's slice of each global batch, real data unless random tokens were asked for by name."""
     refuse_missing_data(args.data_path, args.synthetic)
@@ -79,7 +68,8 @@ def example_loader(args: argparse.Namespace, ranks: Ranks) -> TokenBatches:
                         "processes; fix: give a multiple of --nproc-per-node")
     return make_dataloader(None if args.synthetic else args.data_path, split="100,0,0", seq_length=args.seq_length,
                            batch_size=args.global_batch_size // ranks.world_size,
-                           num_samples=args.steps * args.global_batch_size, seed=EXAMPLE_SEED, rank=ranks.rank,
+                           num_samples=args.steps * args.global_batch_size, seed=EXAMPLE_SEED,
+                           rank=loader_rank(getattr(args, "plant_bug", None), ranks.rank, ranks.world_size),
                            world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
                            vocab_size=args.vocab_size, cache_dir=None)
 
@@ -91,7 +81,7 @@ def example_vocab_size(args: argparse.Namespace, loader: TokenBatches) -> int:
     vocab_size = assignments(args.model, "--model").get("vocab_size") or getattr(loader.source, "vocab_size", None)
     if vocab_size is None:
         raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
-    return vocab_size
+    return model_vocab_size(getattr(args, "plant_bug", None), vocab_size)
 
 
 def llama_shape(args: argparse.Namespace, loader: TokenBatches):
