@@ -40,11 +40,13 @@ def exported(tmp_path_factory):
     return folders
 
 
+@pytest.mark.parametrize("encoder", ["fast", "reference"])
 @pytest.mark.parametrize("name", ["llama3", "mistral"])
-def test_byte_identical_to_megatron_on_varied_text(tmp_path, exported, name):
+def test_byte_identical_to_megatron_on_varied_text(tmp_path, exported, name, encoder):
     jsonl = write_jsonl(tmp_path / "in.jsonl", VARIED)
     theirs = megatron_preprocess(str(jsonl), str(tmp_path / "theirs"), str(exported[name]))
-    summary = preprocess(jsonl, tmp_path / "ours", name, workers=2, append_eod=True, progress=False)
+    summary = preprocess(jsonl, tmp_path / "ours", name, workers=2, append_eod=True, progress=False, encoder=encoder)
+    assert summary.encoder.startswith("fastokens" if encoder == "fast" else ("tiktoken", "sentencepiece"))
     assert pair_bytes(summary.outputs["text"]) == pair_bytes(theirs)
     ds = IndexedDataset(summary.outputs["text"])
     assert ds.dtype == (np.int32 if name == "llama3" else np.uint16)
@@ -74,10 +76,11 @@ def test_special_token_strings_text_by_default_megatron_with_the_flag(tmp_path, 
     assert IndexedDataset(parsed.outputs["text"])[0].tolist().count(128001) == 2  # a silent mid-document EOD
 
 
-def test_corpus_domain_identical_to_megatron(tmp_path, exported, corpus_dir):
+@pytest.mark.parametrize("encoder", ["fast", "reference"])
+def test_corpus_domain_identical_to_megatron(tmp_path, exported, corpus_dir, encoder):
     docs = corpus_dir / "docs.jsonl"
     theirs = megatron_preprocess(str(docs), str(tmp_path / "theirs"), str(exported["llama3"]))
-    ours = preprocess(docs, tmp_path / "ours", "llama3", workers=2, append_eod=True, progress=False)
+    ours = preprocess(docs, tmp_path / "ours", "llama3", workers=2, append_eod=True, progress=False, encoder=encoder)
     assert pair_bytes(ours.outputs["text"]) == pair_bytes(theirs)
 
 

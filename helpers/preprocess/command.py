@@ -57,6 +57,7 @@ from ..corpus.ranges import check_input, input_files, is_compressed, known_size,
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
 from ..engines.choice import ENGINES, check_engine_flags
+from ..tokenizers.encoders import ENCODERS, choose_encoder
 from ..tokenizers.zoo import load_tokenizer
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions
@@ -74,7 +75,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
                json_keys: tuple[str, ...] = ("text",), workers: int = 1, append_eod: bool = False,
                parse_special_tokens: bool = False, skip_bad_records: bool = False, partitions: int = 1,
                log_interval: int = 0, progress: bool = True, engine: str = "local",
-               ray_address: str | None = None) -> Summary:
+               ray_address: str | None = None, encoder: str = "auto") -> Summary:
     """Tokenize a JSONL file (or Parquet: a file or a folder of them) into one Megatron indexed dataset per key;
     see the module docstring."""
     input_path = Path(input_path)
@@ -87,11 +88,14 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     if is_columnar(input_path):
         check_columns(input_path, json_keys)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
+    chosen = choose_encoder(made_by, encoder, parse_special_tokens)
+    if encoder == "auto" and not chosen.fast and chosen.reason:
+        print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=sys.stderr)
     settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
                            parse_special=parse_special_tokens, skip_bad_records=skip_bad_records,
-                           dtype=made_by.megatron_dtype.name)
+                           dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
     facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=append_eod,
-                     parse_special_tokens=parse_special_tokens, input_path=input_path)
+                     parse_special_tokens=parse_special_tokens, input_path=input_path, encoder=chosen.name)
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     for final in prefixes.values():
         remove_stale_temporaries(final)
@@ -117,6 +121,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
         if meter is not None:
             meter.close()
     summary.seconds = time.perf_counter() - start
+    summary.encoder = chosen.name
     return summary
 
 
@@ -177,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parse-special-tokens", action="store_true",
                         help="turn special-token strings in the text into their ids (what Megatron does)")
     parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, counting each kind")
+    parser.add_argument("--encoder", choices=ENCODERS, default="auto",
+                        help="auto: fastokens where it is proved to give the reference's ids for this vocabulary "
+                             "(checked once, cached), else the reference, saying why; fast: fastokens or an error; "
+                             "reference: the tokenizer's own (tiktoken, sentencepiece, tokenizers). Same bytes")
     parser.add_argument("--log-interval", type=int, default=1000, help="documents between log lines (no progress bar)")
     parser.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
     parser.add_argument("--format", choices=["megatron", "npy", "shards"], default="megatron",
@@ -196,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                          append_eod=args.append_eod, parse_special_tokens=args.parse_special_tokens,
                          skip_bad_records=args.skip_bad_records, partitions=args.partitions,
                          log_interval=args.log_interval, progress=not args.no_progress, engine=args.engine,
-                         ray_address=args.ray_address)
+                         ray_address=args.ray_address, encoder=args.encoder)
     if args.format != "megatron":
         flat = FlatFormat(layout=args.format, tokens_per_shard=args.tokens_per_shard, val_fraction=args.val_fraction,
                           shard_dtype=args.shard_dtype)

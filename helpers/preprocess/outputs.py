@@ -35,6 +35,7 @@ class RunFacts:
     append_eod: bool
     parse_special_tokens: bool
     input_path: Path
+    encoder: str = ""  # the encoder that made the ids, with its version (the bytes are the same with any)
 
     def sidecar(self, key: str, written: Path) -> dict:
         """The sidecar of the finished output of `key`: these facts, and the counts read from its `.idx`."""
@@ -43,7 +44,7 @@ class RunFacts:
                 "append_eod": self.append_eod, "parse_special_tokens": self.parse_special_tokens, "json_key": key,
                 "inputs": [{"path": str(file), "bytes": file.stat().st_size} for file in input_files(self.input_path)],
                 "documents": dataset.document_count, "sequences": len(dataset), "tokens": dataset.num_tokens,
-                "created_by": "helpers.preprocess"}
+                "encoder": self.encoder, "created_by": "helpers.preprocess"}
 
 
 def _commit(writers: dict[str, IndexedWriter], facts: RunFacts | None) -> None:

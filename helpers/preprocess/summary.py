@@ -27,12 +27,14 @@ class Summary:
     skipped: dict = field(default_factory=dict)
     first_skipped: list = field(default_factory=list)
     seconds: float = 0.0
+    encoder: str = ""
 
     def lines(self) -> list[str]:
         rate = self.bytes_read / 1e6 / max(self.seconds, 1e-9)
         out = [f"documents       {self.documents:,} ({self.empty_documents:,} empty: a boundary, no tokens)",
                f"tokens          {self.tokens:,} ({self.tokens / max(self.seconds, 1e-9):,.0f}/s, {rate:.2f} MB/s)",
                f"dtype           {self.dtype}",
+               f"encoder         {self.encoder}",
                f"bytes written   {self.bytes_written:,}",
                f"special-token strings in text: {self.special_documents:,} documents"]
         if self.blank_lines:

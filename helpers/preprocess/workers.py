@@ -23,6 +23,7 @@ from ..corpus.columnar import GroupRef, RowsBatch, read_group
 from ..corpus.ranges import batches
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
+from ..tokenizers.encoders import encode_flat, fast_tokenizer
 from ..tokenizers.zoo import load_tokenizer
 from .summary import FIRST_SKIPS, Summary
 
@@ -54,6 +55,7 @@ class RunSettings:
     parse_special: bool
     skip_bad_records: bool
     dtype: str
+    fast_encoder: bool = False  # fastokens, proved exact for this vocabulary (`helpers.tokenizers.encoders`)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class WorkerState:
     settings: RunSettings
     tokenizer: Any
     special_pattern: re.Pattern | None  # the special tokens' strings, longest first; None without any
+    fast: Any = None  # fastokens' encoder of the vocabulary, when the run uses it
 
 
 _worker: WorkerState | None = None  # this process's, set by `_init_worker`
@@ -72,7 +75,9 @@ def _init_worker(settings: RunSettings) -> None:
     global _worker
     tokenizer = load_tokenizer(settings.tokenizer)  # cached: a forked worker finds the run's own
     specials = sorted(tokenizer.special_tokens, key=len, reverse=True)
-    _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None)
+    fast = fast_tokenizer(tokenizer) if settings.fast_encoder else None
+    _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None,
+                          fast)
 
 
 def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> BatchResult:
@@ -163,6 +168,9 @@ def _encode_document(value: str | list[str]) -> list[list[int]]:
 def _encode_field(result: BatchResult, key: str, values: list) -> None:
     """Encode one field of every good record of a batch into `result`: ids, document lengths, and the
     sequence lengths too when a list made a document of several sequences."""
+    if _worker.fast is not None and all(isinstance(value, str) for value in values):
+        _encode_field_flat(result, key, values)
+        return
     documents = [_encode_document(value) for value in values]
     sequences = [ids for document in documents for ids in document]
     sequence_lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
@@ -173,6 +181,21 @@ def _encode_field(result: BatchResult, key: str, values: list) -> None:
                                       count=len(documents))
     if len(sequences) != np.count_nonzero(result.lengths[key]):
         result.sequence_lengths[key] = sequence_lengths
+
+
+def _encode_field_flat(result: BatchResult, key: str, texts: list[str]) -> None:
+    """`_encode_field` for documents of one string each, through the fast encoder's flat output: all ids in
+    one array and the documents' offsets, no Python list per document; the EOD goes after every non-empty
+    document, as the per-document path puts it."""
+    ids, offsets = encode_flat(_worker.fast, texts)
+    lengths = np.diff(offsets)
+    if _worker.settings.append_eod:
+        filled = lengths > 0
+        ids = np.insert(ids, offsets[1:][filled], np.uint32(_worker.tokenizer.eod_id))
+        lengths = lengths + filled
+    _check_vocabulary(ids)
+    result.ids[key] = ids.astype(_worker.settings.dtype, copy=False)
+    result.lengths[key] = lengths
 
 
 def _check_vocabulary(ids: np.ndarray) -> None:

@@ -1,0 +1,198 @@
+"""Which encoder turns text into ids: the tokenizer's own (tiktoken, sentencepiece, `tokenizers`: the
+reference) or fastokens, an exact BPE encoder several times faster, used for a vocabulary only once it has
+been proved to give the reference's ids on this machine.
+
+The proof: both encoders on a fixed sample of varied text (`parity_sample`: edge cases of every script,
+emoji, combining marks and odd white space, and the Python standard library's source as code and prose),
+every document compared id for id. The verdict is cached under `data/cache/encoders/`, keyed by the
+tokenizer's fingerprint, fastokens' version and the sample's digest, so it runs once per vocabulary and
+release. `auto` (the default) takes fastokens where it is proved and says in one line why not otherwise;
+`fast` insists (one line and exit 2 where it is not proved); `reference` never uses it. Special-token
+strings parsed as special ids (`--parse-special-tokens`) always go through the reference, the only path
+checked for them. Either way the `.bin/.idx` bytes are the same; the summary and the sidecar name the
+encoder that made them.
+
+    encoder = choose_encoder(load_tokenizer("llama3"), "auto")   # Encoder("fastokens 0.3.5", ...)
+    ids, offsets = fast_tokenizer(zoo).encode_batch_flat(texts)  # flat uint32 ids, uint64 offsets
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import random
+import sysconfig
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..common.files import write_text_atomically
+from ..common.paths import CACHE_DIR
+
+ENCODERS = ("auto", "fast", "reference")
+FAST = "fastokens"
+PROOF_DIR = CACHE_DIR / "encoders"
+# fastokens reads cl100k fastest through its own preset of the pattern (an explicit pattern is ~3x slower);
+# the preset is proved like any other path before it is used
+FAST_PRESETS = {"cl100k": "cl100k_base"}
+# what the sample takes from the standard library: code with prose in its docstrings and comments
+STDLIB_SOURCES = ("textwrap.py", "argparse.py", "difflib.py", "email/message.py", "json/decoder.py",
+                  "unittest/case.py", "http/client.py", "calendar.py", "locale.py", "statistics.py")
+EDGE_CASES = 5000
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """The encoder a run uses: `name` with its version (for the summary and the sidecar), and why."""
+
+    name: str
+    fast: bool
+    reason: str = ""
+
+
+def fast_version() -> str | None:
+    try:
+        return metadata.version(FAST)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def reference_name(tokenizer) -> str:
+    """The reference encoder of a zoo tokenizer, with its version: tiktoken, sentencepiece or tokenizers."""
+    module = {"tiktoken BPE": "tiktoken", "SentencePiece BPE": "sentencepiece"}.get(tokenizer.kind, "tokenizers")
+    if tokenizer.name == "bytes":
+        return "bytes (utf-8)"
+    try:
+        return f"{module} {metadata.version(module)}"
+    except metadata.PackageNotFoundError:
+        return module
+
+
+def _edge_cases(count: int) -> list[str]:
+    """Strings a pre-tokenizer's pattern finds hard: scripts side by side, emoji sequences, combining marks,
+    white space of every kind, digit runs, contractions and lone punctuation; the same list every time."""
+    pieces = [
+        "Hello", "world", "naïve", "façade", "Straße", "ÆØÅ", "Ωμέγα", "Привет", "мир", "שָׁלוֹם", "مرحبا", "नमस्ते",
+        "สวัสดี", "你好世界", "こんにちは", "カタカナ", "한국어", "ქართული", "Ἀθῆναι", "ǅemal", "İstanbul", "ﬁnance",
+        "😀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇫🇷", "❤️", "1️⃣", "e\u0301", "a\u0308\u0323", "\u0301", "\u200d", "\ufeff",
+        " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "\u00a0", "\u2009", "\u3000", "\u2028", "\x0b", "\x0c",
+        "0", "7", "42", "1234", "3.14159", "1,000,000", "٣٤٥", "१२३", "²", "½",
+        "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL", "’s", "don't", "I'M",
+        ".", ",", "!", "?", "...", "—", "–", "-", "(", ")", "[", "]", "{", "}", "<", ">", "/", "\\", "#", "@", "$",
+        "%", "^", "&", "*", "_", "=", "+", "|", "~", "`", '"', "«", "»", "„", "“", "”", "::", "->", "=>", "!=",
+        "def", "return", "self.x", "<|endoftext|>", "<|end_of_text|>", "<|begin_of_text|>", "<s>", "</s>", "<unk>",
+        "[INST]", "<pad>", "http://example.com/a?b=c", "x" * 300,
+    ]
+    chooser = random.Random(0)
+    return ["".join(chooser.choice(pieces) for _ in range(chooser.randint(1, 40))) for _ in range(count)]
+
+
+@functools.cache
+def parity_sample() -> tuple[str, ...]:
+    """The fixed sample both encoders must agree on: the edge cases and the standard library's sources
+    (whole, and cut into pieces of 1 to 2,000 characters at odd places)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    sources = [(stdlib / name).read_text(encoding="utf-8") for name in STDLIB_SOURCES if (stdlib / name).is_file()]
+    chooser = random.Random(1)
+    cuts = []
+    for text in sources:
+        start = 0
+        while start < len(text):
+            end = start + chooser.randint(1, 2000)
+            cuts.append(text[start:end])
+            start = end
+    return tuple(_edge_cases(EDGE_CASES) + sources + cuts)
+
+
+def _sample_digest() -> str:
+    digest = hashlib.sha256()
+    for text in parity_sample():
+        data = text.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()[:16]
+
+
+def _tokenizer_json(tokenizer) -> Path:
+    """The tokenizer's `tokenizer.json`, built once per vocabulary and kept beside the proofs (building it
+    for Llama 3 takes seconds; every worker process reads it)."""
+    path = PROOF_DIR / f"{tokenizer.fingerprint}.tokenizer.json"
+    if not path.is_file():
+        PROOF_DIR.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(path, tokenizer.to_hf().backend_tokenizer.to_str())
+    return path
+
+
+def fast_tokenizer(tokenizer):
+    """fastokens' encoder of `tokenizer`'s vocabulary, or None where it has none (the byte tokenizer, or no
+    fastokens installed). Raises fastokens' error for a vocabulary it cannot read."""
+    if fast_version() is None or tokenizer.name == "bytes":
+        return None
+    import fastokens
+
+    preset = FAST_PRESETS.get(tokenizer.name)
+    if preset is not None and tokenizer.kind == "tiktoken BPE":
+        return fastokens.Tokenizer.from_tiktoken(str(tokenizer.bpe_file), encoding=preset,
+                                                 special_tokens=dict(tokenizer.special_tokens))
+    return fastokens.Tokenizer.from_file(str(_tokenizer_json(tokenizer)))
+
+
+def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every text's ids, concatenated (uint32), and where each text's start (`len(texts) + 1` offsets)."""
+    ids, offsets = fast.encode_batch_flat(texts, split_special_tokens=True)  # special strings are text
+    return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.uint64).astype(np.int64)
+
+
+def _first_difference(tokenizer, fast) -> str | None:
+    """Where the two encoders first disagree on the sample, in words; None when they agree on all of it."""
+    sample = list(parity_sample())
+    ids, offsets = encode_flat(fast, sample)
+    for index, text in enumerate(sample):
+        reference = tokenizer.encode(text)
+        if not np.array_equal(ids[offsets[index]:offsets[index + 1]], reference):
+            return f"sample text {index} ({text[:40]!r}...) encodes to other ids"
+    return None
+
+
+def proof(tokenizer) -> dict:
+    """Whether fastokens gives the reference's ids for this vocabulary on the whole sample: the cached
+    verdict, or a new one (then cached)."""
+    version = fast_version()
+    path = PROOF_DIR / f"{tokenizer.fingerprint}-{FAST}-{version}-{_sample_digest()}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        fast = fast_tokenizer(tokenizer)
+        difference = "fastokens has no encoder for it" if fast is None else _first_difference(tokenizer, fast)
+    except (ValueError, RuntimeError, OSError) as error:  # a vocabulary fastokens cannot read
+        difference = f"fastokens cannot load it ({str(error).splitlines()[0][:120]})"
+    verdict = {"exact": difference is None, "difference": difference, "texts": len(parity_sample()),
+               "fastokens": version, "reference": reference_name(tokenizer)}
+    PROOF_DIR.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, json.dumps(verdict))
+    return verdict
+
+
+def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False) -> Encoder:
+    """The encoder for a run: see the module docstring for what each choice does."""
+    if choice not in ENCODERS:
+        raise UserError(f"--encoder {choice!r}: fix: choose one of {', '.join(ENCODERS)}")
+    reference = Encoder(reference_name(tokenizer), fast=False)
+    if choice == "reference" or tokenizer.name == "bytes":
+        return reference
+    if parse_special:
+        why = "special-token strings are parsed, and only the reference encoder is checked for them"
+    elif fast_version() is None:
+        why = "fastokens is not installed (it ships wheels for Linux x86-64, macOS and Windows x86-64)"
+    else:
+        verdict = proof(tokenizer)
+        if verdict["exact"]:
+            return Encoder(f"{FAST} {verdict['fastokens']}", fast=True,
+                           reason=f"proved exact against {verdict['reference']} on {verdict['texts']:,} texts")
+        why = f"fastokens differs from {verdict['reference']}: {verdict['difference']}"
+    if choice == "fast":
+        raise UserError(f"--encoder fast for {tokenizer.name}: {why}; fix: use --encoder auto or reference")
+    return Encoder(reference.name, fast=False, reason=why)

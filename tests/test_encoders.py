@@ -1,0 +1,128 @@
+"""The fast encoder: used for a vocabulary only once proved to give the reference encoder's ids on a fixed
+sample, the proof cached; a mismatch or a missing fastokens falls back to the reference in one line; the
+`.bin/.idx` bytes are the same with either, on every input format and both engines."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers.common.errors import UserError
+from helpers.datasets.indexed import bin_path, idx_path
+from helpers.datasets.sidecar import read_sidecar
+from helpers.preprocess import preprocess
+from helpers.tokenizers import encoders
+from helpers.tokenizers.encoders import choose_encoder, parity_sample
+from helpers.tokenizers.zoo import load_tokenizer
+
+PROVED = ("llama3", "cl100k", "mistral", "bpe")
+
+
+def _bytes(prefix) -> tuple[bytes, bytes]:
+    return idx_path(prefix).read_bytes(), bin_path(prefix).read_bytes()
+
+
+@pytest.mark.parametrize("name", PROVED)
+def test_each_vocabulary_is_proved_exact_before_the_fast_encoder_is_used(name):
+    chosen = choose_encoder(load_tokenizer(name), "auto")
+    assert chosen.fast and chosen.name.startswith("fastokens "), chosen
+    assert f"on {len(parity_sample()):,} texts" in chosen.reason
+    assert not choose_encoder(load_tokenizer(name), "reference").fast
+    assert not choose_encoder(load_tokenizer(name), "auto", parse_special=True).fast  # only the reference is checked
+    assert choose_encoder(load_tokenizer("bytes"), "auto").name == "bytes (utf-8)"
+
+
+def test_the_sample_holds_every_kind_of_hard_text():
+    sample = parity_sample()
+    joined = "".join(sample[:5000])
+    for piece in ("👨‍👩‍👧‍👦", "e\u0301", "\u3000", "\r\n", "'LL", "<|endoftext|>", "<|end_of_text|>", "नमस्ते"):
+        assert piece in joined, piece
+    assert sum(len(text) for text in sample) > 1_000_000 and parity_sample() is sample  # the same every time
+
+
+def test_a_mismatch_falls_back_to_the_reference_in_one_line_and_is_cached(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(encoders, "PROOF_DIR", tmp_path / "proofs")
+    llama3, cl100k = load_tokenizer("llama3"), load_tokenizer("cl100k")
+    wrong = encoders.fast_tokenizer(cl100k)
+    monkeypatch.setattr(encoders, "fast_tokenizer", lambda tokenizer: wrong)  # another vocabulary's encoder
+    chosen = choose_encoder(llama3, "auto")
+    assert not chosen.fast and chosen.name.startswith("tiktoken ") and "differs from tiktoken" in chosen.reason
+    with pytest.raises(UserError, match=r"--encoder fast for llama3: fastokens differs .*; fix: use --encoder auto"):
+        choose_encoder(llama3, "fast")
+    (verdict,) = (tmp_path / "proofs").glob(f"{llama3.fingerprint}-fastokens-*.json")
+    assert json.loads(verdict.read_text())["exact"] is False  # not checked again until fastokens changes
+    summary = preprocess(_jsonl(tmp_path), tmp_path / "out", "llama3", append_eod=True, progress=False)
+    assert summary.encoder.startswith("tiktoken ")
+    assert capsys.readouterr().err.count("note: encoding with tiktoken") == 1
+
+
+def test_without_fastokens_the_reference_encodes_and_says_why(monkeypatch):
+    monkeypatch.setattr(encoders, "fast_version", lambda: None)
+    chosen = choose_encoder(load_tokenizer("llama3"), "auto")
+    assert not chosen.fast and "fastokens is not installed" in chosen.reason
+    with pytest.raises(UserError, match="fix: "):
+        choose_encoder(load_tokenizer("llama3"), "fast")
+
+
+def _jsonl(tmp_path, texts=None):
+    texts = texts if texts is not None else ["Hello world.", "", "naïve 👍🏽 e\u0301", "def f(x):\n\treturn x\r\n"] * 50
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", PROVED)
+def test_fast_and_reference_write_the_same_bytes(tmp_path, corpus_dir, name):
+    source = corpus_dir / "code.jsonl"
+    made = {encoder: preprocess(source, tmp_path / encoder, name, workers=2, append_eod=True, progress=False,
+                                encoder=encoder) for encoder in ("fast", "reference")}
+    assert _bytes(made["fast"].outputs["text"]) == _bytes(made["reference"].outputs["text"])
+    sidecar = read_sidecar(made["fast"].outputs["text"])
+    assert sidecar["encoder"].startswith("fastokens ") and read_sidecar(made["reference"].outputs["text"])[
+        "encoder"] != sidecar["encoder"]
+
+
+@pytest.mark.parametrize("layout", ["parquet", "lists", "without-eod"])
+def test_every_input_format_gives_the_same_bytes_with_either_encoder(tmp_path, corpus_dir, layout):
+    texts = [json.loads(line)["text"] for line in (corpus_dir / "docs.jsonl").read_text().splitlines()[:60]] + [""]
+    if layout == "parquet":
+        source = tmp_path / "in.parquet"
+        pq.write_table(pa.table({"text": texts}), source)
+    elif layout == "lists":  # a document of several strings takes the per-document path
+        source = tmp_path / "in.jsonl"
+        source.write_text("".join(json.dumps({"text": [t[:50], t[50:]] if k % 2 else t}) + "\n"
+                                  for k, t in enumerate(texts)), encoding="utf-8")
+    else:
+        source = _jsonl(tmp_path, texts)
+    eod = layout != "without-eod"
+    made = [preprocess(source, tmp_path / encoder, "llama3", workers=2, append_eod=eod, progress=False,
+                       encoder=encoder).outputs["text"] for encoder in ("fast", "reference")]
+    assert _bytes(made[0]) == _bytes(made[1])
+
+
+def test_the_ray_engine_gives_the_same_bytes_with_the_fast_encoder(tmp_path, corpus_dir):
+    source = corpus_dir / "docs.jsonl"
+    local = preprocess(source, tmp_path / "local", "llama3", workers=2, append_eod=True, progress=False,
+                       encoder="reference")
+    ray = preprocess(source, tmp_path / "ray", "llama3", workers=2, append_eod=True, progress=False, engine="ray",
+                     partitions=2, encoder="fast")
+    assert ray.encoder.startswith("fastokens ")
+    assert _bytes(local.outputs["text"]) == _bytes(ray.outputs["text"])
+
+
+def test_the_command_line_names_the_encoder(tmp_path):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "helpers.preprocess", "--input", str(_jsonl(tmp_path)),
+                          "--output-prefix", str(tmp_path / "cli"), "--tokenizer", "cl100k", "--append-eod",
+                          "--no-progress", "--encoder", "fast"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "encoder         fastokens " in run.stdout
+    bad = subprocess.run([sys.executable, "-m", "helpers.preprocess", "--input", str(_jsonl(tmp_path)),
+                          "--output-prefix", str(tmp_path / "cli"), "--tokenizer", "cl100k", "--encoder", "quick"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
