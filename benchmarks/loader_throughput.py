@@ -10,11 +10,19 @@ Every rate is measured twice: on an idle machine, and beside one other process s
 a GPU node, where other ranks and workers hold cores). The last line compares
 our rate with what a training run consumes (`--h100-tokens-per-s`, e.g. the h100 preset's measured rate).
 Without a prefix, the workshop corpus is tokenized into a temporary folder first (llama3, all domains).
+
+`--litdata` adds the loader users pick instead, LitData's `StreamingDataset` with `TokensLoader` (as litgpt
+pretrains), on the same tokens written by `litdata.optimize`, its batches turned into int64 inputs and
+targets as litgpt does; and the copy limit (one gather of the batch's windows into int64 from the mapped
+tokens). These run through each loader's own iteration, with no workers and with 2, idle and beside the
+busy process. LitData is not a dependency of the package: `pip install --no-deps litdata==0.2.76` and
+`pip install lightning-utilities filelock obstore boto3 tifffile` (its full install replaces torch).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -27,6 +35,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
@@ -38,12 +47,13 @@ from helpers.preprocess import preprocess  # noqa: E402
 OURS = "ours (vectorised gather, numpy batch)"
 
 
-def corpus_prefix(work: Path) -> str:
-    """The whole workshop corpus as one llama3 Megatron prefix."""
+def corpus_prefix(work: Path, copies: int = 1) -> str:
+    """The whole workshop corpus as one llama3 Megatron prefix (its documents `copies` times over)."""
     mixed = work / "mixed.jsonl"
     with open(mixed, "wb") as out:
-        for path in corpus_paths(RAW_DIR).values():
-            out.write(path.read_bytes())
+        for _ in range(copies):
+            for path in corpus_paths(RAW_DIR).values():
+                out.write(path.read_bytes())
     return preprocess(mixed, work / "mixed", "llama3", append_eod=True, workers=2, progress=False).outputs["text"]
 
 
@@ -85,6 +95,98 @@ def rate(next_batch, batches: int) -> float:
     return batches / (time.perf_counter() - start)
 
 
+def litdata_folder(prefix: str, work: Path) -> Path:
+    """The prefix's documents as LitData token chunks (`optimize` with `TokensLoader`), written once."""
+    from litdata import optimize
+    from litdata.streaming.item_loader import TokensLoader
+
+    from helpers.datasets.indexed import IndexedDataset
+
+    dataset = IndexedDataset(prefix)
+    target = work / "litdata"
+    if not (target / "index.json").is_file():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimize(fn=_document_tokens, inputs=[(prefix, d) for d in range(dataset.document_count)],
+                     output_dir=str(target), chunk_bytes="64MB", item_loader=TokensLoader(), num_workers=1,
+                     mode="overwrite")
+    return target
+
+
+def _document_tokens(item):
+    from helpers.datasets.indexed import IndexedDataset
+
+    prefix, document = item
+    yield torch.from_numpy(IndexedDataset(prefix).document(document).astype("int32"))
+
+
+def iteration_rate(batches, count: int, batch_size: int) -> float:
+    """Samples per second over `count` batches of an iterable, after one warm-up batch (workers started)."""
+    iterator = iter(batches)
+    next(iterator)
+    start = time.perf_counter()
+    for _ in range(count):
+        next(iterator)
+    return count * batch_size / (time.perf_counter() - start)
+
+
+def litgpt_batches(loader, seq_length: int):
+    """LitData's batches as litgpt turns them into inputs and targets (int64, contiguous), epoch after epoch
+    (litgpt's `CycleIterator`)."""
+    while True:
+        for batch in loader:
+            yield (batch[:, :seq_length].contiguous().long(), batch[:, 1:seq_length + 1].contiguous().long())
+
+
+def copy_limit_batches(prefix: str, batch_size: int, seq_length: int, seed: int):
+    """The least a loader must do: one gather of each batch's windows into int64, at random offsets."""
+    from helpers.datasets.indexed import IndexedDataset
+
+    tokens = IndexedDataset(prefix).tokens
+    generator = np.random.default_rng(seed)
+    columns = np.arange(seq_length + 1)
+    while True:
+        starts = generator.integers(0, len(tokens) - seq_length - 1, batch_size)
+        yield torch.from_numpy(tokens[starts[:, None] + columns].astype(np.int64))
+
+
+def litdata_table(prefix: str, args, work: Path) -> None:
+    """Samples/s of LitData, ours and the copy limit, with no workers and with 2, idle and beside a busy
+    process, and ours / LitData."""
+    from litdata import StreamingDataLoader, StreamingDataset
+    from litdata.streaming.item_loader import TokensLoader
+
+    B, S = args.batch_size, args.seq_length
+    folder = litdata_folder(prefix, work)
+    count = args.batches
+
+    def ours(workers):
+        return make_dataloader([prefix], split="100,0,0", seq_length=S, batch_size=B, num_samples=(count + 8) * B,
+                               seed=args.seed, cache_dir=None, num_workers=workers)
+
+    def theirs(workers):
+        dataset = StreamingDataset(str(folder), item_loader=TokensLoader(block_size=S + 1), shuffle=True,
+                                   drop_last=True, seed=args.seed)
+        return litgpt_batches(StreamingDataLoader(dataset, batch_size=B, num_workers=workers), S)
+
+    rows = []
+    for condition, workers, busy in (("idle, no workers", 0, False), ("beside one busy process, no workers", 0, True),
+                                     ("2 workers", 2, False)):
+        with busy_process() if busy else contextlib.nullcontext():
+            measured = {"LitData (TokensLoader, litgpt's int64 inputs/targets)": iteration_rate(theirs(workers), count, B),
+                        OURS: iteration_rate(ours(workers), count, B)}
+            if workers == 0:
+                measured["copy limit (one gather into int64)"] = iteration_rate(
+                    copy_limit_batches(prefix, B, S, args.seed), count, B)
+        rows.append((condition, measured))
+    print(f"\nsamples/s, batches of {B} x {S}, through each loader's iteration ({count} batches after one)")
+    for condition, measured in rows:
+        litdata = next(iter(measured.values()))
+        print(condition)
+        for name, value in measured.items():
+            print(f"  {name:<60} {value:10,.0f} samples/s  ratio to LitData {value / litdata:5.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", help="Megatron prefix with a sidecar (default: the corpus, tokenized now)")
@@ -94,9 +196,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--h100-tokens-per-s", type=float, default=None,
                         help="tokens/s a training run consumes, to compare with")
+    parser.add_argument("--litdata", action="store_true", help="add LitData and the copy limit (see above)")
+    parser.add_argument("--only-litdata", action="store_true", help="only the LitData table")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="the corpus this many times over (LitData restarts its workers each epoch: give it "
+                             "more samples than the batches measured)")
     args = parser.parse_args()
+    if args.only_litdata:
+        work = Path(tempfile.mkdtemp(prefix="loader-bench-"))
+        litdata_table(args.prefix or corpus_prefix(work, args.copies), args, work)
+        return
 
-    prefix = args.prefix or corpus_prefix(Path(tempfile.mkdtemp(prefix="loader-bench-")))
+    prefix = args.prefix or corpus_prefix(Path(tempfile.mkdtemp(prefix="loader-bench-")), args.copies)
     B, S = args.batch_size, args.seq_length
     num_samples = (args.batches + 1) * B
     ours = make_dataloader([prefix], split="100,0,0", seq_length=S, batch_size=B, num_samples=num_samples,
@@ -130,6 +241,8 @@ def main() -> None:
     if args.h100_tokens_per_s:
         print(f"ours / training consumption ({args.h100_tokens_per_s:,.0f} tokens/s): "
               f"{idle[OURS] * B * S / args.h100_tokens_per_s:.1f}x")
+    if args.litdata:
+        litdata_table(prefix, args, Path(tempfile.mkdtemp(prefix="loader-bench-")))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,19 @@ def test_fast_and_reference_write_the_same_bytes(tmp_path, corpus_dir, name):
         "encoder"] != sidecar["encoder"]
 
 
+def test_parts_started_after_the_fast_encoder_ran_here_do_not_wait_for_its_threads(tmp_path, monkeypatch, corpus_dir):
+    """A fork of a process whose fastokens threads have started would wait for them for ever: parts that
+    encode with it come from a fork server once fastokens is loaded here (as a fresh clone's first run is,
+    where the proof runs in this process)."""
+    monkeypatch.setattr(encoders, "PROOF_DIR", tmp_path / "proofs")
+    assert choose_encoder(load_tokenizer("bpe"), "fast").fast  # proved here: fastokens has run in this process
+    source = corpus_dir / "docs.jsonl"
+    made = [preprocess(source, tmp_path / f"p{parts}", "bpe", workers=2, partitions=parts, append_eod=True,
+                       progress=False, encoder=encoder).outputs["text"]
+            for parts, encoder in ((2, "fast"), (1, "fast"), (1, "reference"))]
+    assert _bytes(made[0]) == _bytes(made[1]) == _bytes(made[2])
+
+
 @pytest.mark.parametrize("layout", ["parquet", "lists", "without-eod"])
 def test_every_input_format_gives_the_same_bytes_with_either_encoder(tmp_path, corpus_dir, layout):
     texts = [json.loads(line)["text"] for line in (corpus_dir / "docs.jsonl").read_text().splitlines()[:60]] + [""]

@@ -33,16 +33,21 @@ def _start_worker() -> None:
     die_with_parent(os.getppid(), signal.SIGKILL)
 
 
-def _worker_context():
-    """How workers start: forked from this process (quick), unless rensa has been loaded here (a notebook
-    that computed signatures, a run with one worker). Its thread pool, once started, would be copied into a
-    fork without its threads, and the first signature computed there would wait for them for ever; then
-    workers come from a fork server, a clean process that has imported the passes (about half a second)."""
+def context_safe_from(native_module: str, preload: str):
+    """How processes that will use `native_module` start: forked from this process (quick), unless that
+    library has been loaded here. Its thread pool, once started, would be copied into a fork without its
+    threads, and the first call there would wait for them for ever (rensa's signatures, fastokens' encoder);
+    then they come from a fork server, a clean process that has imported `preload` (about half a second)."""
     context = process_context()
-    if context.get_start_method() == "fork" and "rensa" in sys.modules:
+    if context.get_start_method() == "fork" and native_module in sys.modules:
         context = get_context("forkserver")
-        context.set_forkserver_preload(["helpers.clean.passes"])
+        context.set_forkserver_preload([preload])
     return context
+
+
+def _worker_context():
+    """How workers of the cleaning passes start (rensa computes their signatures)."""
+    return context_safe_from("rensa", "helpers.clean.passes")
 
 
 class LocalEngine:

@@ -57,7 +57,7 @@ from ..corpus.ranges import check_input, input_files, is_compressed, known_size,
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
 from ..engines.choice import ENGINES, check_engine_flags
-from ..tokenizers.encoders import ENCODERS, choose_encoder
+from ..tokenizers.encoders import ENCODERS, choose_encoder, load_fast_early
 from ..tokenizers.zoo import load_tokenizer
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions
@@ -91,6 +91,8 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     chosen = choose_encoder(made_by, encoder, parse_special_tokens)
     if encoder == "auto" and not chosen.fast and chosen.reason:
         print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=sys.stderr)
+    if chosen.fast and engine == "local" and partitions == 1:
+        load_fast_early(made_by)  # this process encodes: its vocabulary loads while the input is read
     settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
                            parse_special=parse_special_tokens, skip_bad_records=skip_bad_records,
                            dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)

@@ -18,7 +18,7 @@ from typing import Protocol
 from ..common.errors import UserError
 from ..common.files import temporary_name
 from ..common.stop_signals import Terminated, check_signals, die_with_parent, on_signal, signals_held
-from ..engines.local import process_context
+from ..engines.local import context_safe_from, process_context
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .summary import Summary, combine_counts, require_documents
 from .workers import RunSettings, encode_range
@@ -103,7 +103,9 @@ class LocalPartitions:
 
     def run_parts(self, job: PartsJob) -> list[Summary]:
         shares = _workers_per_partition(self.workers, len(job.ranges))
-        context = process_context()
+        # a part that encodes with fastokens must not be a fork of a process whose fastokens threads started
+        context = (context_safe_from("fastokens", "helpers.preprocess.workers") if job.settings.fast_encoder
+                   else process_context())
         counters = context.Array("q", 3 * len(job.ranges), lock=False)  # bytes, documents, tokens per partition
         processes, receivers = [], []
         try:
@@ -111,7 +113,7 @@ class LocalPartitions:
                 receiver, sender = context.Pipe(duplex=False)
                 process = context.Process(target=_partition_main, name=f"partition-{index}", args=(
                     job.settings, job.path, byte_range, job.parts[index], shares[index], counters, index, sender,
-                    os.getpid()))
+                    os.getpid() if context.get_start_method() == "fork" else None))
                 receivers.append(receiver)
                 with signals_held():
                     process.start()
@@ -183,13 +185,14 @@ def _stop(processes: list) -> None:
 
 
 def _partition_main(settings: RunSettings, path: Path, byte_range: tuple[int, int], prefixes: dict[str, Path],
-                    workers: int, counters, index: int, sender, parent_pid: int) -> None:
+                    workers: int, counters, index: int, sender, parent_pid: int | None) -> None:
     """One partition, in its own process: its range into finished part files; sends back its counts, or
-    the error that stopped it. Ctrl-C is the parent's to handle; SIGTERM (from the parent) cleans up."""
+    the error that stopped it. Ctrl-C is the parent's to handle; SIGTERM (from the parent) cleans up. It
+    dies with `parent_pid`, or with the fork server that started it (None), which ends with the run."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        die_with_parent(parent_pid, signal.SIGTERM)
+        die_with_parent(os.getppid() if parent_pid is None else parent_pid, signal.SIGTERM)
 
         def report(summary: Summary) -> None:
             counters[3 * index:3 * index + 3] = [summary.bytes_read, summary.documents, summary.tokens]

@@ -8,8 +8,9 @@ import os
 import re
 import signal
 from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -28,6 +29,7 @@ from ..tokenizers.zoo import load_tokenizer
 from .summary import FIRST_SKIPS, Summary
 
 IN_FLIGHT_PER_WORKER = 4
+PARSED_AHEAD = 64  # batches (of about 1 MB) parsed while the fast encoder loads or works, at most
 
 
 @dataclass
@@ -84,6 +86,11 @@ def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> 
     """Parse and encode one batch of raw lines, or of Parquet or Arrow rows, read here when the task only
     names their group (runs in a worker process); the rules for lines and records are
     `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
+    return _encode_records(*_parsed(task))
+
+
+def _parsed(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> tuple[BatchResult, list[dict]]:
+    """A batch's good records, and its counts so far (bad records counted or refused, special strings)."""
     settings: RunSettings = _worker.settings
     if isinstance(task, GroupRef):
         task = read_group(task, settings.json_keys)
@@ -93,7 +100,11 @@ def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> 
         result, records = _line_records(task, settings)
     for record in records:
         result.special_documents += _holds_special_strings(record, settings.json_keys)
-    for key in settings.json_keys:
+    return result, records
+
+
+def _encode_records(result: BatchResult, records: list[dict]) -> BatchResult:
+    for key in _worker.settings.json_keys:
         _encode_field(result, key, [record[key] for record in records])
     return result
 
@@ -229,8 +240,11 @@ def _start_worker(settings: RunSettings, parent_pid: int) -> None:
 
 
 def _encoded(settings: RunSettings, tasks: Iterator, workers: int) -> Iterator[BatchResult]:
-    """The batches encoded, in order: in this process with one worker (no copies to and fro), else in a
-    pool of `workers` processes."""
+    """The batches encoded, in order: in this process with one worker (no copies to and fro) or with the
+    fast encoder (which has threads of its own), else in a pool of `workers` processes."""
+    if settings.fast_encoder:
+        yield from _encoded_beside_parsing(settings, tasks)
+        return
     if workers == 1:
         _init_worker(settings)
         yield from map(_encode_batch, tasks)
@@ -243,6 +257,30 @@ def _encoded(settings: RunSettings, tasks: Iterator, workers: int) -> Iterator[B
     finally:
         if pool is not None:
             pool.terminate()
+
+
+def _encoded_beside_parsing(settings: RunSettings, tasks: Iterator) -> Iterator[BatchResult]:
+    """The fast encoder's way, in this process: this thread parses batch k+1 while a second one hands batch
+    k to fastokens, whose own threads encode it without the interpreter lock; the vocabulary loads on that
+    second thread while the first batches are parsed."""
+    _init_worker(replace(settings, fast_encoder=False))
+
+    def load_fast() -> None:
+        global _worker
+        _worker = replace(_worker, settings=settings, fast=fast_tokenizer(_worker.tokenizer))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="fast-encoder") as encoder:
+        pending = deque([encoder.submit(load_fast)])
+        for task in tasks:
+            pending.append(encoder.submit(_encode_records, *_parsed(task)))
+            while len(pending) > PARSED_AHEAD or (pending and pending[0].done()):
+                done = pending.popleft().result()
+                if done is not None:
+                    yield done
+        while pending:
+            done = pending.popleft().result()
+            if done is not None:
+                yield done
 
 
 def _count_batch(summary: Summary, result: BatchResult, first_key: str) -> None:

@@ -22,7 +22,9 @@ import functools
 import hashlib
 import json
 import random
+import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -43,6 +45,9 @@ FAST_PRESETS = {"cl100k": "cl100k_base"}
 STDLIB_SOURCES = ("textwrap.py", "argparse.py", "difflib.py", "email/message.py", "json/decoder.py",
                   "unittest/case.py", "http/client.py", "calendar.py", "locale.py", "statistics.py")
 EDGE_CASES = 5000
+# how the kept tokenizer.json writes its merges ("a b" strings: fastokens reads Llama 3's 280,147 merges in
+# two thirds of the time it takes for pairs); part of the proof's key, since the proof is of this file
+JSON_FORM = "merge-strings-1"
 
 
 @dataclass(frozen=True)
@@ -108,27 +113,48 @@ def parity_sample() -> tuple[str, ...]:
     return tuple(_edge_cases(EDGE_CASES) + sources + cuts)
 
 
-def _sample_digest() -> str:
-    digest = hashlib.sha256()
-    for text in parity_sample():
-        data = text.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "little") + data)
+@functools.cache
+def _sample_key() -> str:
+    """What the sample is made from, as a short digest, without making it: this module's code (which writes
+    the edge cases), the Python version and the standard-library files it reads. Making the sample takes a
+    fifth of a second; every run needs the key."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(sys.version.encode())
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for name in STDLIB_SOURCES:
+        path = stdlib / name
+        digest.update(f"{name}:{path.stat().st_size if path.is_file() else -1}".encode())
     return digest.hexdigest()[:16]
 
 
 def _tokenizer_json(tokenizer) -> Path:
     """The tokenizer's `tokenizer.json`, built once per vocabulary and kept beside the proofs (building it
     for Llama 3 takes seconds; every worker process reads it)."""
-    path = PROOF_DIR / f"{tokenizer.fingerprint}.tokenizer.json"
+    path = PROOF_DIR / f"{tokenizer.fingerprint}-{JSON_FORM}.tokenizer.json"
     if not path.is_file():
+        content = json.loads(tokenizer.to_hf().backend_tokenizer.to_str())
+        merges = content.get("model", {}).get("merges") or []
+        if all(isinstance(pair, list) and len(pair) == 2 and " " not in "".join(pair) for pair in merges):
+            content["model"]["merges"] = [" ".join(pair) for pair in merges]
         PROOF_DIR.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(path, tokenizer.to_hf().backend_tokenizer.to_str())
+        write_text_atomically(path, json.dumps(content, ensure_ascii=False))
     return path
 
 
 def fast_tokenizer(tokenizer):
     """fastokens' encoder of `tokenizer`'s vocabulary, or None where it has none (the byte tokenizer, or no
-    fastokens installed). Raises fastokens' error for a vocabulary it cannot read."""
+    fastokens installed); the one `load_fast_early` started, when it did. Raises fastokens' error for a
+    vocabulary it cannot read."""
+    early = _early.pop(tokenizer.fingerprint, None)
+    if early is not None:
+        early.join()
+        if early.error is not None:
+            raise early.error
+        return early.loaded
+    return _load_fast(tokenizer)
+
+
+def _load_fast(tokenizer):
     if fast_version() is None or tokenizer.name == "bytes":
         return None
     import fastokens
@@ -138,6 +164,25 @@ def fast_tokenizer(tokenizer):
         return fastokens.Tokenizer.from_tiktoken(str(tokenizer.bpe_file), encoding=preset,
                                                  special_tokens=dict(tokenizer.special_tokens))
     return fastokens.Tokenizer.from_file(str(_tokenizer_json(tokenizer)))
+
+
+_early: dict[str, threading.Thread] = {}
+
+
+def load_fast_early(tokenizer) -> None:
+    """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes a second,
+    without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
+    parsed meanwhile."""
+    def load() -> None:
+        try:
+            loader.loaded = _load_fast(tokenizer)
+        except Exception as error:  # raised where the encoder is taken
+            loader.error = error
+
+    loader = threading.Thread(target=load, name="fast-encoder-load", daemon=True)
+    loader.loaded, loader.error = None, None
+    loader.start()
+    _early[tokenizer.fingerprint] = loader
 
 
 def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +206,7 @@ def proof(tokenizer) -> dict:
     """Whether fastokens gives the reference's ids for this vocabulary on the whole sample: the cached
     verdict, or a new one (then cached)."""
     version = fast_version()
-    path = PROOF_DIR / f"{tokenizer.fingerprint}-{FAST}-{version}-{_sample_digest()}.json"
+    path = PROOF_DIR / f"{tokenizer.fingerprint}-{FAST}-{version}-{JSON_FORM}-{_sample_key()}.json"
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     try:
