@@ -18,9 +18,11 @@ documents EOD cannot mark (see `helpers.datasets.formats`). Differences, all on 
   and the summary counts the documents that contain such strings either way;
 - a bad record stops the run with one line naming file and line, and leaves no output behind
   (`--skip-bad-records` skips, counts and reports them instead); blank lines are counted and skipped;
-- speed: the main process streams batches of raw lines to worker processes that parse and encode
-  them with the zoo's fastest correct encoder and send back numpy arrays (with `--workers 1` it
-  encodes them itself); memory stays flat;
+- speed: the encoder is fastokens where it is proved exact for the vocabulary (`--encoder`, see
+  `helpers.tokenizers.encoders`): this process parses batches of raw lines while fastokens' own threads
+  encode the ones before into flat arrays. With the reference encoder, the main process streams the
+  batches to `--workers` worker processes that parse and encode them and send back numpy arrays (with
+  `--workers 1` it encodes them itself). Memory stays flat;
 - `--partitions P` cuts the input into P contiguous byte ranges (each cut just after a newline) and runs
   them at the same time, each in its own process with its share of the workers; the parts are merged in
   input order, so the output is byte-identical to one pass, and line numbers and counts are the whole
