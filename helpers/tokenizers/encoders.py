@@ -24,7 +24,7 @@ import json
 import random
 import sys
 import sysconfig
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -146,12 +146,7 @@ def fast_tokenizer(tokenizer):
     fastokens installed); the one `load_fast_early` started, when it did. Raises fastokens' error for a
     vocabulary it cannot read."""
     early = _early.pop(tokenizer.fingerprint, None)
-    if early is not None:
-        early.join()
-        if early.error is not None:
-            raise early.error
-        return early.loaded
-    return _load_fast(tokenizer)
+    return _load_fast(tokenizer) if early is None else early.result()  # its error, if any, raised here
 
 
 def _load_fast(tokenizer):
@@ -166,23 +161,16 @@ def _load_fast(tokenizer):
     return fastokens.Tokenizer.from_file(str(_tokenizer_json(tokenizer)))
 
 
-_early: dict[str, threading.Thread] = {}
+_early: dict[str, Future] = {}
 
 
 def load_fast_early(tokenizer) -> None:
     """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes a second,
     without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
     parsed meanwhile."""
-    def load() -> None:
-        try:
-            loader.loaded = _load_fast(tokenizer)
-        except Exception as error:  # raised where the encoder is taken
-            loader.error = error
-
-    loader = threading.Thread(target=load, name="fast-encoder-load", daemon=True)
-    loader.loaded, loader.error = None, None
-    loader.start()
-    _early[tokenizer.fingerprint] = loader
+    loader = ThreadPoolExecutor(1, thread_name_prefix="fast-encoder-load")
+    _early[tokenizer.fingerprint] = loader.submit(_load_fast, tokenizer)
+    loader.shutdown(wait=False)  # the load goes on; the thread ends with it
 
 
 def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

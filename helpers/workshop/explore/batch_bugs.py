@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ...audit.planting import (BUGS, REPLAYED, SMALL_MODEL_VOCAB, copied, not_shifted, one_row_random, padded_in_loss, random_like,
-                               refuse_unknown, shifted_twice, wrapped_by_uint16, zeros)
+from ...audit.planting import (BUGS, REPLAYED, SMALL_MODEL_VOCAB, not_shifted, one_row_random, padded_in_loss,
+                               random_like, refuse_unknown, shifted_twice, wrapped_by_uint16, zeros)
 
 __all__ = ["BUGS", "Planted", "planted"]
 
@@ -90,5 +90,5 @@ def planted(bug: str, batches: Sequence[dict], vocab_size: int, at: int = 3, see
         tokens = np.cumsum([b["input_ids"].numel() for b in batches])
         return case([stream], int(np.searchsorted(tokens, 4096)))
     # zero-batch
-    stream = [zeros(copied(b)) if step == at else b for step, b in enumerate(batches)]
+    stream = [zeros(b) if step == at else b for step, b in enumerate(batches)]
     return case([stream], at)
