@@ -26,7 +26,7 @@ def _bytes(prefix) -> tuple[bytes, bytes]:
 
 
 @pytest.mark.parametrize("name", PROVED)
-def test_each_vocabulary_is_proved_exact_before_the_fast_encoder_is_used(name):
+def test_each_vocabulary_is_proved_exact_before_the_fast_encoder_is_used(name, corpus_dir):  # bpe trains on it
     chosen = choose_encoder(load_tokenizer(name), "auto")
     assert chosen.fast and chosen.name.startswith("fastokens "), chosen
     assert f"on {len(parity_sample()):,} texts" in chosen.reason
