@@ -13,9 +13,10 @@ Without a prefix, the workshop corpus is tokenized into a temporary folder first
 
 `--litdata` adds the loader users pick instead, LitData's `StreamingDataset` with `TokensLoader` (as litgpt
 pretrains), on the same tokens written by `litdata.optimize`, its batches turned into int64 inputs and
-targets as litgpt does; and the copy limit (one gather of the batch's windows into int64 from the mapped
-tokens). These run through each loader's own iteration, with no workers and with 2, idle and beside the
-busy process. LitData is not a dependency of the package: `pip install --no-deps litdata==0.2.76` and
+targets as litgpt does; ours on the same tokens as `.bin/.idx`, as one `.npy` and as shards (all four
+layout tensors); and the copy limit (one gather of the batch's windows into int64 from the mapped
+tokens). These run through each loader's own iteration: idle and beside the busy process with no
+workers, and idle with 2 workers. LitData is not a dependency of the package: `pip install --no-deps litdata==0.2.76` and
 `pip install lightning-utilities filelock obstore boto3 tifffile` (its full install replaces torch).
 """
 
@@ -40,6 +41,7 @@ import torch  # noqa: E402
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
+from helpers.datasets.formats import indexed_to_npy, indexed_to_shards  # noqa: E402
 from helpers.datasets.sidecar import data_facts  # noqa: E402
 from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
@@ -159,10 +161,14 @@ def litdata_table(prefix: str, args, work: Path) -> None:
     B, S = args.batch_size, args.seq_length
     folder = litdata_folder(prefix, work)
     count = args.batches
+    eod = data_facts(prefix).eod_id
+    formats = {".bin/.idx": [prefix], ".npy": str(indexed_to_npy(prefix, work / "tokens.npy", eod_id=eod)),
+               "shards": str(indexed_to_shards(prefix, work / "shards", tokens_per_shard=4_000_000,
+                                               val_fraction=0.0, eod_id=eod))}
 
-    def ours(workers):
-        return make_dataloader([prefix], split="100,0,0", seq_length=S, batch_size=B, num_samples=(count + 8) * B,
-                               seed=args.seed, cache_dir=None, num_workers=workers)
+    def ours(data_path, workers):
+        return make_dataloader(data_path, split="100,0,0", seq_length=S, batch_size=B,
+                               num_samples=(count + 8) * B, seed=args.seed, cache_dir=None, num_workers=workers)
 
     def theirs(workers):
         dataset = StreamingDataset(str(folder), item_loader=TokensLoader(block_size=S + 1), shuffle=True,
@@ -173,8 +179,9 @@ def litdata_table(prefix: str, args, work: Path) -> None:
     for condition, workers, busy in (("idle, no workers", 0, False), ("beside one busy process, no workers", 0, True),
                                      ("2 workers", 2, False)):
         with busy_process() if busy else contextlib.nullcontext():
-            measured = {"LitData (TokensLoader, litgpt's int64 inputs/targets)": iteration_rate(theirs(workers), count, B),
-                        OURS: iteration_rate(ours(workers), count, B)}
+            measured = {"LitData (TokensLoader, litgpt's int64 inputs/targets)": iteration_rate(theirs(workers), count, B)}
+            for name, data_path in formats.items():
+                measured[f"ours, {name}"] = iteration_rate(ours(data_path, workers), count, B)
             if workers == 0:
                 measured["copy limit (one gather into int64)"] = iteration_rate(
                     copy_limit_batches(prefix, B, S, args.seed), count, B)

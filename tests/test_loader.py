@@ -312,3 +312,31 @@ def test_every_source_resumes_with_the_next_batches_and_another_global_batch(pre
     odd = make_dataloader(batch_size=5, **arguments)
     with pytest.raises(UserError, match="whole number of steps"):
         odd.load_state_dict(state)
+
+
+@pytest.mark.parametrize("kind", ["megatron", "npy", "shards", "packed"])
+def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(prefixes, tmp_path, kind):
+    """With workers, a step crosses to the main process as one tensor of token windows in the data's own
+    dtype (4 bytes for Llama 3: half the bytes of one int64 tensor, an eighth of the batch), and the batches
+    equal those made in one process; packed rows, which are not windows, cross whole."""
+    from helpers.loading.loader import _StepWindows
+
+    paths = {"megatron": _blend(prefixes), "packed": _blend(prefixes),
+             "npy": str(indexed_to_npy(prefixes["literature"], tmp_path / "lit.npy", eod_id=EOD)),
+             "shards": str(indexed_to_shards(prefixes["literature"], tmp_path / "shards", tokens_per_shard=3_000,
+                                             eod_id=EOD))}
+    arguments = dict(data_path=paths[kind], split="90,10,0" if kind in ("megatron", "packed") else "100,0,0",
+                     seq_length=32, batch_size=4, seed=5, cache_dir=tmp_path / "cache",
+                     packing="best_fit_decreasing" if kind == "packed" else None)
+    alone = list(make_dataloader(**arguments))
+    with_workers = make_dataloader(num_workers=2, **arguments)
+    assert all(_equal(a, b) for a, b in zip(with_workers, alone)) and with_workers.step == len(alone)
+    handed = _StepWindows(with_workers.source, 4, 0, 1)[0]
+    if kind == "packed":
+        assert _equal(handed, alone[0])
+    else:
+        on_disk = {"megatron": IndexedDataset(prefixes["literature"]).dtype, "npy": np.load(paths["npy"]).dtype,
+                   "shards": json.loads((Path(paths["shards"]) / "dataset_metadata.json").read_text())["dtype"]}
+        assert handed.numpy().dtype == np.dtype(on_disk[kind]) and handed.element_size() == 4
+        assert handed.shape == (4, 33)
+        assert _equal(with_workers.source.finish(handed), alone[0])

@@ -28,6 +28,7 @@ from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_span
 from .indexed import MAKE_PREFIX, IndexedDataset, idx_path
+from .batch_memory import BATCH_BLOCKS
 from .layout import from_windows
 
 SURPLUS = 0.005
@@ -178,14 +179,20 @@ class BlendedDataset(torch.utils.data.Dataset):
     def config(self) -> GPTDatasetConfig:
         return self.datasets[0].config
 
-    def windows(self, sample_ids) -> np.ndarray:
-        """`[n, seq_length + 1]` token windows of blend samples `sample_ids`, gathered per source dataset."""
+    @property
+    def token_dtype(self) -> np.dtype:
+        """One dtype that holds every source's tokens."""
+        return np.result_type(*(d.token_dtype for d in self.datasets))
+
+    def windows(self, sample_ids, dtype=np.int64) -> np.ndarray:
+        """`[n, seq_length + 1]` token windows (int64 unless `dtype` says) of blend samples `sample_ids`,
+        gathered per source dataset."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         sources, within = self.dataset_index[sample_ids], self.dataset_sample_index[sample_ids]
-        out = np.empty((sample_ids.size, self.config.seq_length + 1), dtype=np.int64)
+        out = BATCH_BLOCKS.block((sample_ids.size, self.config.seq_length + 1), dtype)
         for k in np.unique(sources):
             chosen = sources == k
-            out[chosen] = self.datasets[int(k)].windows(within[chosen])
+            out[chosen] = self.datasets[int(k)].windows(within[chosen], dtype)
         return out
 
     def batch(self, sample_ids) -> dict:

@@ -37,6 +37,7 @@ from numba import njit
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
 from .indexed import IndexedDataset, fingerprint
+from .batch_memory import BATCH_BLOCKS
 from .layout import from_windows
 
 SPLITS = ("train", "valid", "test")
@@ -296,15 +297,21 @@ class GPTDataset(torch.utils.data.Dataset):
             self._gather = (starts, first_element - starts[:-1])
         return self._gather
 
-    def windows(self, sample_ids) -> np.ndarray:
-        """`[n, seq_length + 1]` int64 token windows of samples `sample_ids` (after shuffling), gathered in one
-        pass. Sample j is tokens `j x seq_length ...` of the shuffled documents' stream: its `.bin` positions
-        run on by one, and jump only where the window enters the next document of the document index."""
+    @property
+    def token_dtype(self) -> np.dtype:
+        """The `.bin`'s dtype: windows in it are the fewest bytes to hand from a worker to the main process."""
+        return self.dataset.dtype
+
+    def windows(self, sample_ids, dtype=np.int64) -> np.ndarray:
+        """`[n, seq_length + 1]` token windows (int64 unless `dtype` says) of samples `sample_ids` (after
+        shuffling), gathered in one pass. Sample j is tokens `j x seq_length ...` of the shuffled documents'
+        stream: its `.bin` positions run on by one, and jump only where the window enters the next document
+        of the document index. In recycled memory (`batch_memory`): fresh memory costs a fault per page."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
             raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
         first = self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length
-        out = np.empty((sample_ids.size, self.seq_length + 1), dtype=np.int64)
+        out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
         _gather_windows(self.dataset.tokens, first, self._stream_map(), out)
         return out
 

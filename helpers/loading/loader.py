@@ -12,7 +12,9 @@
 A batch is a pure function of (data, seed, step): at step k, rank r of W ranks with per-rank batch B
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
-Batches are counted as they are handed out, not as workers prefetch them.
+Batches are counted as they are handed out, not as workers prefetch them. A worker hands over a batch's
+token windows in the data's own dtype (a quarter of the four int64 tensors' bytes, the dearest part of a
+worker's batch being its trip through shared memory), and the main process lays them out in one pass.
 """
 
 from __future__ import annotations
@@ -57,6 +59,17 @@ class _StepBatches(torch.utils.data.Dataset):
         return self.source.batch(self.sample_ids(step))
 
 
+class _StepWindows(_StepBatches):
+    """What a worker hands over at step k: the batch's token windows as one tensor in the data's dtype, laid
+    out by `Source.finish` in the main process; a batch that is not windows (packed rows) whole."""
+
+    def __getitem__(self, step: int):
+        if not 0 <= step < len(self):
+            raise IndexError(f"step {step} out of range for {len(self)} steps")
+        windows = self.source.windows(self.sample_ids(step))
+        return self.source.batch(self.sample_ids(step)) if windows is None else torch.from_numpy(windows)
+
+
 class TokenBatches:
     """The iterable `make_dataloader` returns: batches in order from where it stands, and its state."""
 
@@ -86,11 +99,18 @@ class TokenBatches:
     def __iter__(self):
         if self.step >= len(self.steps):
             return
-        loader = torch.utils.data.DataLoader(
-            self.steps, batch_size=None, sampler=range(self.step, len(self.steps)), num_workers=self.num_workers,
-            pin_memory=self.pin_memory, prefetch_factor=self.prefetch_factor if self.num_workers else None,
-            persistent_workers=False)
+        if self.num_workers:
+            loader = torch.utils.data.DataLoader(
+                _StepWindows(self.source, self.batch_size, self.rank, self.world_size), batch_size=None,
+                sampler=range(self.step, len(self.steps)), num_workers=self.num_workers,
+                prefetch_factor=self.prefetch_factor, persistent_workers=False)
+        else:  # in this process: nothing for a DataLoader to add
+            loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
+            if torch.is_tensor(batch):
+                batch = self.source.finish(batch)
+            if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
+                batch = {key: value.pin_memory() for key, value in batch.items()}
             self.step += 1
             yield batch
 

@@ -101,8 +101,17 @@ class Source:
     def __len__(self) -> int:
         return self.num_samples
 
+    def windows(self, sample_ids) -> np.ndarray | None:
+        """Samples `sample_ids` as `[n, seq_length + 1]` token windows in the data's own integer dtype (the
+        fewest bytes a DataLoader worker can hand over), or None for a source whose rows are not windows."""
+        return None
+
+    def finish(self, windows) -> dict[str, torch.Tensor]:
+        """The batch of `windows()`, in the layout (cheap: one pass, no page faults; see `from_windows`)."""
+        return from_windows(windows, self.eod_id)
+
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        raise NotImplementedError
+        return self.finish(self.windows(sample_ids))
 
     def fingerprint(self) -> str:
         """What the samples depend on besides the seed; a resume state from other data is refused."""
@@ -142,8 +151,13 @@ class MegatronSource(Source):
                 total += max(int(indexed.sequence_lengths[span[0]:span[1]].sum(dtype=np.int64)) - 1, 0)
         return max(total // settings.seq_length, 1)
 
-    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        return self.dataset.batch(sample_ids)
+    def windows(self, sample_ids) -> np.ndarray:
+        dtype = self.dataset.token_dtype
+        return self.dataset.windows(sample_ids, dtype if dtype.kind in "iu" else np.int64)
+
+    def finish(self, windows) -> dict[str, torch.Tensor]:
+        c = self.dataset.config
+        return from_windows(windows, c.eod_id, c.reset_position_ids, c.eod_mask_loss)
 
     def fingerprint(self) -> str:
         return _digest({"kind": self.kind, "data": [fingerprint(p) for p in self.blend.prefixes],
@@ -187,21 +201,20 @@ class NpySource(Source):
         span = split_span(split, split_name, windows)
         if span is None:
             raise UserError(f"--split {split} gives the {split_name} split no share; fix: give it a positive share")
-        self.first_window, self.windows = span[0], span[1] - span[0]
-        self.num_samples = _window_samples(settings.num_samples, self.windows, f"{self.path} ({split_name} split)")
+        self.first_window, self.window_count = span[0], span[1] - span[0]
+        self.num_samples = _window_samples(settings.num_samples, self.window_count, f"{self.path} ({split_name} split)")
 
-    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.windows, self.seed)
-        index = (window * self.seq_length)[:, None] + np.arange(self.seq_length + 1)
-        return from_windows(np.asarray(self.tokens[index], dtype=np.int64), self.eod_id)
+    def windows(self, sample_ids) -> np.ndarray:
+        window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
+        return np.asarray(self.tokens[(window * self.seq_length)[:, None] + np.arange(self.seq_length + 1)])
 
     def fingerprint(self) -> str:
         return _digest({"kind": self.kind, "size": self.path.stat().st_size, "tokens": int(self.tokens.size),
-                        "window": [self.first_window, self.windows], "seq_length": self.seq_length,
+                        "window": [self.first_window, self.window_count], "seq_length": self.seq_length,
                         "samples": self.num_samples})
 
     def describe(self) -> str:
-        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.windows:,} windows "
+        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.window_count:,} windows "
                 f"of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
 
 
@@ -227,8 +240,8 @@ class ShardSource(Source):
         self.eod_id = eod_id if eod_id is not None else meta.get("eod_id")
         per_shard = np.array([max((s["tokens"] - 1) // seq_length, 0) for s in self.shards], dtype=np.int64)
         self.window_starts = np.concatenate([[0], np.cumsum(per_shard)])
-        self.windows = int(self.window_starts[-1])
-        self.num_samples = _window_samples(settings.num_samples, self.windows, f"{self.folder}/{directory}")
+        self.window_count = int(self.window_starts[-1])
+        self.num_samples = _window_samples(settings.num_samples, self.window_count, f"{self.folder}/{directory}")
         self._maps: dict[int, np.ndarray] = {}
 
     def _shard(self, k: int) -> np.ndarray:
@@ -239,22 +252,22 @@ class ShardSource(Source):
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_maps": {}}  # workers map the shards themselves
 
-    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        window = _permuted(np.asarray(sample_ids, np.int64), self.windows, self.seed)
+    def windows(self, sample_ids) -> np.ndarray:
+        window = _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
         shard = np.searchsorted(self.window_starts, window, side="right") - 1
         start = (window - self.window_starts[shard]) * self.seq_length
-        out = np.empty((window.size, self.seq_length + 1), dtype=np.int64)
+        out = np.empty((window.size, self.seq_length + 1), dtype=self.dtype)
         for k in np.unique(shard):
             chosen = shard == k
             out[chosen] = self._shard(int(k))[start[chosen][:, None] + np.arange(self.seq_length + 1)]
-        return from_windows(out, self.eod_id)
+        return out
 
     def fingerprint(self) -> str:
         return _digest({"kind": self.kind, "shards": self.shards, "dtype": self.dtype.name,
                         "seq_length": self.seq_length, "samples": self.num_samples})
 
     def describe(self) -> str:
-        return (f"real data: {len(self.shards)} shards in {self.folder} ({self.windows:,} windows of "
+        return (f"real data: {len(self.shards)} shards in {self.folder} ({self.window_count:,} windows of "
                 f"{self.seq_length + 1}, {self.dtype.name}), EOD {self.eod_id}")
 
 
@@ -334,10 +347,9 @@ class SyntheticSource(Source):
             raise UserError("synthetic data has no epoch; fix: pass num_samples (steps x batch size)")
         self.vocab_size, self.num_samples, self.seq_length, self.seed = int(vocab_size), int(num_samples), seq_length, seed
 
-    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
-        windows = np.stack([np.random.default_rng([self.seed, 0x5EED, int(i)]).integers(
+    def windows(self, sample_ids) -> np.ndarray:
+        return np.stack([np.random.default_rng([self.seed, 0x5EED, int(i)]).integers(
             0, self.vocab_size, self.seq_length + 1) for i in np.asarray(sample_ids)])
-        return from_windows(windows, None)
 
     def fingerprint(self) -> str:
         return _digest({"kind": self.kind, "vocab_size": self.vocab_size, "seq_length": self.seq_length,

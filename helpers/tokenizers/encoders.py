@@ -24,6 +24,7 @@ import json
 import random
 import sys
 import sysconfig
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -144,9 +145,19 @@ def _tokenizer_json(tokenizer) -> Path:
 def fast_tokenizer(tokenizer):
     """fastokens' encoder of `tokenizer`'s vocabulary, or None where it has none (the byte tokenizer, or no
     fastokens installed); the one `load_fast_early` started, when it did. Raises fastokens' error for a
-    vocabulary it cannot read."""
-    early = _early.pop(tokenizer.fingerprint, None)
-    return _load_fast(tokenizer) if early is None else early.result()  # its error, if any, raised here
+    vocabulary it cannot read. The last `KEPT_LOADED` loaded stay with the process: reading Llama 3's takes
+    a second, and a notebook or a script preprocesses file after file with the same one."""
+    fingerprint = tokenizer.fingerprint
+    if fingerprint in _loaded:
+        _loaded.move_to_end(fingerprint)
+        return _loaded[fingerprint]
+    early = _early.pop(fingerprint, None)
+    fast = _load_fast(tokenizer) if early is None else early.result()  # its error, if any, raised here
+    if fast is not None:
+        _loaded[fingerprint] = fast
+        while len(_loaded) > KEPT_LOADED:
+            _loaded.popitem(last=False)
+    return fast
 
 
 def _load_fast(tokenizer):
@@ -162,12 +173,16 @@ def _load_fast(tokenizer):
 
 
 _early: dict[str, Future] = {}
+_loaded: OrderedDict[str, object] = OrderedDict()
+KEPT_LOADED = 2
 
 
 def load_fast_early(tokenizer) -> None:
     """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes a second,
     without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
     parsed meanwhile."""
+    if tokenizer.fingerprint in _loaded or tokenizer.fingerprint in _early:
+        return
     loader = ThreadPoolExecutor(1, thread_name_prefix="fast-encoder-load")
     _early[tokenizer.fingerprint] = loader.submit(_load_fast, tokenizer)
     loader.shutdown(wait=False)  # the load goes on; the thread ends with it
