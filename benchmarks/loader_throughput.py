@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -178,15 +179,19 @@ def litdata_table(prefix: str, args, work: Path) -> None:
     rows = []
     for condition, workers, busy in (("idle, no workers", 0, False), ("beside one busy process, no workers", 0, True),
                                      ("2 workers", 2, False)):
+        rounds: dict[str, list[float]] = {}
         with busy_process() if busy else contextlib.nullcontext():
-            measured = {"LitData (TokensLoader, litgpt's int64 inputs/targets)": iteration_rate(theirs(workers), count, B)}
-            for name, data_path in formats.items():
-                measured[f"ours, {name}"] = iteration_rate(ours(data_path, workers), count, B)
-            if workers == 0:
-                measured["copy limit (one gather into int64)"] = iteration_rate(
-                    copy_limit_batches(prefix, B, S, args.seed), count, B)
-        rows.append((condition, measured))
-    print(f"\nsamples/s, batches of {B} x {S}, through each loader's iteration ({count} batches after one)")
+            for _ in range(args.rounds):  # the loaders in turn, round after round: a slow moment hits all
+                rounds.setdefault("LitData (TokensLoader, litgpt's int64 inputs/targets)", []).append(
+                    iteration_rate(theirs(workers), count, B))
+                for name, data_path in formats.items():
+                    rounds.setdefault(f"ours, {name}", []).append(iteration_rate(ours(data_path, workers), count, B))
+                if workers == 0:
+                    rounds.setdefault("copy limit (one gather into int64)", []).append(
+                        iteration_rate(copy_limit_batches(prefix, B, S, args.seed), count, B))
+        rows.append((condition, {name: statistics.median(rates) for name, rates in rounds.items()}))
+    print(f"\nsamples/s, batches of {B} x {S}, through each loader's iteration ({count} batches after one), "
+          f"median of {args.rounds} rounds")
     for condition, measured in rows:
         litdata = next(iter(measured.values()))
         print(condition)
@@ -203,6 +208,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--h100-tokens-per-s", type=float, default=None,
                         help="tokens/s a training run consumes, to compare with")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the LitData table (its median is shown)")
     parser.add_argument("--litdata", action="store_true", help="add LitData and the copy limit (see above)")
     parser.add_argument("--only-litdata", action="store_true", help="only the LitData table")
     parser.add_argument("--copies", type=int, default=1,

@@ -24,6 +24,7 @@ import json
 import random
 import sys
 import sysconfig
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -170,6 +171,13 @@ def _load_fast(tokenizer):
         return fastokens.Tokenizer.from_tiktoken(str(tokenizer.bpe_file), encoding=preset,
                                                  special_tokens=dict(tokenizer.special_tokens))
     return fastokens.Tokenizer.from_file(str(_tokenizer_json(tokenizer)))
+
+
+def vocabulary_seconds(tokenizer) -> float:
+    """Seconds fastokens takes to read `tokenizer`'s vocabulary afresh (not the one this process keeps)."""
+    start = time.perf_counter()
+    _load_fast(tokenizer)
+    return time.perf_counter() - start
 
 
 _early: dict[str, Future] = {}
