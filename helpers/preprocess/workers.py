@@ -29,7 +29,8 @@ from ..tokenizers.zoo import load_tokenizer
 from .summary import FIRST_SKIPS, Summary
 
 IN_FLIGHT_PER_WORKER = 4
-PARSED_AHEAD = 64  # batches (of about 1 MB) parsed while the fast encoder loads or works, at most
+PARSED_AHEAD = 64  # batches (of about 1 MB) parsed while the fast encoder works, at most
+PARSED_WHILE_LOADING = 160  # and while it reads its vocabulary (Llama 3's: a second, ~120 MB parsed meanwhile)
 
 
 @dataclass
@@ -270,10 +271,12 @@ def _encoded_beside_parsing(settings: RunSettings, tasks: Iterator) -> Iterator[
         _worker = replace(_worker, settings=settings, fast=fast_tokenizer(_worker.tokenizer))
 
     with ThreadPoolExecutor(1, thread_name_prefix="fast-encoder") as encoder:
-        pending = deque([encoder.submit(load_fast)])
+        loading = encoder.submit(load_fast)
+        pending = deque([loading])
         for task in tasks:
             pending.append(encoder.submit(_encode_records, *_parsed(task)))
-            while len(pending) > PARSED_AHEAD or (pending and pending[0].done()):
+            ahead = PARSED_AHEAD if loading.done() else PARSED_WHILE_LOADING
+            while len(pending) > ahead or (pending and pending[0].done()):
                 done = pending.popleft().result()
                 if done is not None:
                     yield done
