@@ -16,8 +16,9 @@ pretrains), on the same tokens written by `litdata.optimize`, its batches turned
 targets as litgpt does; ours on the same tokens as `.bin/.idx`, as one `.npy` and as shards (all four
 layout tensors); and the copy limit (one gather of the batch's windows into int64 from the mapped
 tokens). These run through each loader's own iteration: idle and beside the busy process with no
-workers, and idle with 2 workers. LitData is not a dependency of the package: `pip install --no-deps litdata==0.2.76` and
-`pip install lightning-utilities filelock obstore boto3 tifffile` (its full install replaces torch).
+workers, and idle with 2 workers. LitData is not a dependency of the package:
+`pip install --no-deps litdata==0.2.76` and `pip install lightning-utilities filelock obstore boto3 tifffile`
+(its full install replaces torch).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Memory for batches that is used again once the last tensor viewing it is gone.
 
-A batch of 32 x 2048 holds 2 MB of int64 (and its token windows, on the way, another 256 KB). Fresh memory costs a page fault per 4 KB the first time it is
-written, and glibc hands large blocks back to the system as soon as they are freed (its trim and mmap
-thresholds), so a loader that allocates every batch anew can spend more time faulting pages in than
-filling them: measured here, 1.1 ms instead of 0.13 ms to lay out one batch, depending only on what the
-process allocated before. Recycling the blocks makes the cost the same in every process and on every
+A batch of 32 x 2048 holds 2 MB of int64 (and its token windows, on the way, another 256 KB). Fresh
+memory costs a page fault per 4 KB the first time it is written, and glibc hands large blocks back to
+the system as soon as they are freed (its trim and mmap thresholds), so a loader that allocates every
+batch anew can spend more time faulting pages in than filling them: measured here, 1.1 ms instead of
+0.13 ms to lay out one batch, depending only on what the process allocated before. Recycling the blocks makes the cost the same in every process and on every
 platform's allocator.
 
     pool = RecycledBlocks()

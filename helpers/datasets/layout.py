@@ -65,8 +65,8 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     `reset_position_ids`, positions restart at each document; with `eod_mask_loss`, a position whose
     input is EOD carries no loss (Megatron's `--reset-position-ids`, `--eod-mask-loss`).
 
-    The windows may be in the data's own dtype (uint16, uint32: a quarter of the bytes to hand between
-    processes). The four tensors are written in one compiled pass, one thread, into one recycled block
+    The windows may be in the data's own dtype (uint16, uint32: a quarter or half the bytes of int64 to
+    hand between processes). The four tensors are written in one compiled pass, one thread, into one recycled block
     (`batch_memory`): torch's copies run on every core, and on a node whose cores are busy (other
     ranks, DataLoader workers) their threads wait for each other; fresh memory costs a page fault per 4 KB.
     Each tensor is contiguous and has its own storage.

@@ -13,8 +13,8 @@ A batch is a pure function of (data, seed, step): at step k, rank r of W ranks w
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
 Batches are counted as they are handed out, not as workers prefetch them. A worker hands over a batch's
-token windows in the data's own dtype (a quarter of the four int64 tensors' bytes, the dearest part of a
-worker's batch being its trip through shared memory), and the main process lays them out in one pass.
+token windows in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors' bytes: the
+dearest part of a worker's batch is its trip through shared memory), and the main process lays them out.
 """
 
 from __future__ import annotations

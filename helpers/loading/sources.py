@@ -214,8 +214,8 @@ class NpySource(Source):
                         "samples": self.num_samples})
 
     def describe(self) -> str:
-        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.window_count:,} windows "
-                f"of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
+        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.window_count:,} "
+                f"windows of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
 
 
 # ---------------------------------------------------------------- shards
