@@ -26,9 +26,9 @@ from numba import njit
 
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
+from .batch_memory import BATCH_BLOCKS
 from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_span
 from .indexed import MAKE_PREFIX, IndexedDataset, idx_path
-from .batch_memory import BATCH_BLOCKS
 from .layout import from_windows
 
 SURPLUS = 0.005

@@ -36,8 +36,8 @@ from numba import njit
 
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
-from .indexed import IndexedDataset, fingerprint
 from .batch_memory import BATCH_BLOCKS
+from .indexed import IndexedDataset, fingerprint
 from .layout import from_windows
 
 SPLITS = ("train", "valid", "test")

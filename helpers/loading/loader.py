@@ -53,10 +53,13 @@ class _StepBatches(torch.utils.data.Dataset):
         first = step * self.world_size * self.batch_size + self.rank * self.batch_size
         return np.arange(first, first + self.batch_size, dtype=np.int64)
 
-    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+    def checked_sample_ids(self, step: int) -> np.ndarray:
         if not 0 <= step < len(self):
             raise IndexError(f"step {step} out of range for {len(self)} steps")
-        return self.source.batch(self.sample_ids(step))
+        return self.sample_ids(step)
+
+    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+        return self.source.batch(self.checked_sample_ids(step))
 
 
 class _StepWindows(_StepBatches):
@@ -64,10 +67,9 @@ class _StepWindows(_StepBatches):
     out by `Source.finish` in the main process; a batch that is not windows (packed rows) whole."""
 
     def __getitem__(self, step: int):
-        if not 0 <= step < len(self):
-            raise IndexError(f"step {step} out of range for {len(self)} steps")
-        windows = self.source.windows(self.sample_ids(step))
-        return self.source.batch(self.sample_ids(step)) if windows is None else torch.from_numpy(windows)
+        sample_ids = self.checked_sample_ids(step)
+        windows = self.source.windows(sample_ids)
+        return self.source.batch(sample_ids) if windows is None else torch.from_numpy(windows)
 
 
 class TokenBatches:

@@ -36,15 +36,18 @@ class EncodingMeasurement:
 
 def measure_encoding(tokenizer: ZooTokenizer, texts: Sequence[str], repeats: int = 1) -> EncodingMeasurement:
     """Encode `texts` with the tokenizer's batch encoder; keep the fastest of `repeats` timings."""
-    text_bytes = sum(len(t.encode("utf-8")) for t in texts)
+    return _fastest(tokenizer.name, lambda: sum(len(x) for x in tokenizer.encode_batch(texts)), texts, repeats)
+
+
+def _fastest(name: str, encode_all, texts: Sequence[str], repeats: int) -> EncodingMeasurement:
+    """Time `encode_all()` (which returns how many tokens it made of `texts`), keeping the fastest run."""
     best, tokens = float("inf"), 0
     for _ in range(repeats):
         start = time.perf_counter()
-        ids = tokenizer.encode_batch(texts)
+        tokens = encode_all()
         best = min(best, time.perf_counter() - start)
-        tokens = sum(len(x) for x in ids)
-    return EncodingMeasurement(tokenizer=tokenizer.name, texts=len(texts), bytes=text_bytes, tokens=tokens,
-                               seconds=best)
+    return EncodingMeasurement(tokenizer=name, texts=len(texts), bytes=sum(len(t.encode("utf-8")) for t in texts),
+                               tokens=tokens, seconds=best)
 
 
 def measure_fast_encoding(tokenizer: ZooTokenizer, texts: Sequence[str], repeats: int = 1
@@ -57,14 +60,7 @@ def measure_fast_encoding(tokenizer: ZooTokenizer, texts: Sequence[str], repeats
     if not choose_encoder(tokenizer).fast:
         return None
     fast, texts = fast_tokenizer(tokenizer), list(texts)
-    best, tokens = float("inf"), 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        ids, _ = encode_flat(fast, texts)
-        best = min(best, time.perf_counter() - start)
-        tokens = ids.size
-    return EncodingMeasurement(tokenizer=f"{tokenizer.name} (fastokens)", texts=len(texts),
-                               bytes=sum(len(t.encode("utf-8")) for t in texts), tokens=tokens, seconds=best)
+    return _fastest(f"{tokenizer.name} (fastokens)", lambda: int(encode_flat(fast, texts)[0].size), texts, repeats)
 
 
 def token_pieces(tokenizer: ZooTokenizer, text: str) -> list[str]:
