@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import orjson
+
 from ..common.errors import UserError
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -115,10 +117,10 @@ def _names_twice(line: str) -> set[str]:
     return {name for name in names if names.count(name) > 1}
 
 
-def _check_named_once(raw: bytes, line: str, keys: tuple[str, ...]) -> None:
+def _check_named_once(raw: bytes, keys: tuple[str, ...]) -> None:
     """Refuse a record naming a field to read twice; the full check runs only when the name occurs twice."""
     for key in keys:
-        if raw.count(json.dumps(key, ensure_ascii=False).encode()) > 1 and key in _names_twice(line):
+        if raw.count(json.dumps(key, ensure_ascii=False).encode()) > 1 and key in _names_twice(raw.decode("utf-8")):
             raise BadRecord("duplicate field", f"field '{key}' appears twice in the record (a JSON reader keeps one "
                                                "value and drops the other); fix: keep one per record")
 
@@ -151,10 +153,13 @@ def parse_record(raw: bytes, keys: tuple[str, ...], allow_lists: bool = False) -
     except json.JSONDecodeError as err:
         raise BadRecord("invalid JSON", f"invalid JSON ({err.msg} at column {err.colno}); "
                                         "fix: one JSON object per line") from None
+    except RecursionError:
+        raise BadRecord("invalid JSON", "JSON nested too deep to read (arrays or objects hundreds of levels "
+                                        "deep); fix: flatten the record") from None
     if not isinstance(record, dict):
         raise BadRecord("not an object", f"record is a JSON {_json_type(record)}, not an object; "
                                          "fix: one JSON object per line")
-    _check_named_once(raw, line, keys)
+    _check_named_once(raw, keys)
     may_hold_surrogates = b"\\ud" in raw or b"\\uD" in raw  # only an escape can put one in a string
     for key in keys:
         texts = _texts_of(record, key, allow_lists)
@@ -177,3 +182,22 @@ def read_jsonl(path: str | os.PathLike, key: str = "text") -> Iterator[dict]:
                 yield parse_record(line, (key,))
             except BadRecord as bad:
                 raise UserError(f"{location(path, number, place)}: {bad.reason}") from None
+
+
+def parse_fields(raw: bytes, keys: tuple[str, ...], allow_lists: bool = False) -> dict:
+    """`parse_record`'s verdict on a line, holding only the fields `keys` (all preprocessing reads), read
+    about five times faster by orjson. orjson refuses what UTF-8 and JSON refuse, a byte order mark and
+    every lone surrogate, so what it accepts needs only the field checks; whatever it refuses goes through
+    `parse_record`, which accepts the same lines as before (a NaN or an integer too big for 64 bits
+    elsewhere in the record) and words the message of the ones it refuses. Other fields are not kept:
+    orjson reads integers past 64 bits as floats."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict):
+        return {key: value for key, value in parse_record(raw, keys, allow_lists).items() if key in keys}
+    _check_named_once(raw, keys)
+    for key in keys:
+        _texts_of(record, key, allow_lists)
+    return {key: record[key] for key in keys}

@@ -135,7 +135,7 @@ class _Progress:
 
     def __init__(self, path: Path, progress: bool, log_interval: int):
         total = known_size(path)  # None for compressed JSONL and for Parquet (whose counts are text bytes)
-        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name, disable=not progress)
+        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name) if progress else None
         self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
         self.start = time.perf_counter()
         self.bytes = 0
@@ -143,17 +143,19 @@ class _Progress:
     def report(self, summary: Summary) -> None:
         """Move to the totals in `summary` (of the whole input so far)."""
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        self.bar.update(summary.bytes_read - self.bytes)
+        if self.bar is not None:
+            self.bar.update(summary.bytes_read - self.bytes)
+            self.bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}",
+                                 tok_s=f"{summary.tokens / elapsed:,.0f}", refresh=False)
         self.bytes = summary.bytes_read
-        self.bar.set_postfix(docs_s=f"{summary.documents / elapsed:,.0f}", tok_s=f"{summary.tokens / elapsed:,.0f}",
-                             refresh=False)
         if self.log_interval and not self.progress and summary.documents >= self.next_log:
             print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
                   f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
             self.next_log = (summary.documents // self.log_interval + 1) * self.log_interval
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def main(argv: list[str] | None = None) -> int:

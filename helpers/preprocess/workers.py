@@ -19,7 +19,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
-from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
+from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_fields
 from ..corpus.columnar import GroupRef, RowsBatch, read_group
 from ..corpus.ranges import batches
 from ..datasets.indexed import IndexedWriter
@@ -69,6 +69,7 @@ class WorkerState:
     tokenizer: Any
     special_pattern: re.Pattern | None  # the special tokens' strings, longest first; None without any
     fast: Any = None  # fastokens' encoder of the vocabulary, when the run uses it
+    special_prefix: str = ""  # what all special strings start with ("<|" for Llama 3): a text without it has none
 
 
 _worker: WorkerState | None = None  # this process's, set by `_init_worker`
@@ -80,7 +81,7 @@ def _init_worker(settings: RunSettings) -> None:
     specials = sorted(tokenizer.special_tokens, key=len, reverse=True)
     fast = fast_tokenizer(tokenizer) if settings.fast_encoder else None
     _worker = WorkerState(settings, tokenizer, re.compile("|".join(map(re.escape, specials))) if specials else None,
-                          fast)
+                          fast, special_prefix=os.path.commonprefix(specials))
 
 
 def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> BatchResult:
@@ -120,7 +121,7 @@ def _line_records(task: tuple[str, int, list[bytes]], settings: RunSettings) -> 
             result.blank_lines += 1
             continue
         try:
-            records.append(parse_record(line, settings.json_keys, allow_lists=True))
+            records.append(parse_fields(line, settings.json_keys, allow_lists=True))
         except BadRecord as bad:
             _bad_record(result, f"{location(source, number, place)}: {bad.reason}", bad.kind, settings)
     return result, records
@@ -155,10 +156,10 @@ def _bad_record(result: BatchResult, where: str, kind: str, settings: RunSetting
 
 
 def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
-    pattern = _worker.special_pattern
+    pattern, prefix = _worker.special_pattern, _worker.special_prefix
     if pattern is None:
         return False
-    return any(pattern.search(text) for key in keys for text in _texts(record[key]))
+    return any(prefix in text and pattern.search(text) for key in keys for text in _texts(record[key]))
 
 
 def _texts(value: str | list[str]) -> list[str]:

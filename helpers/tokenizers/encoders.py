@@ -36,6 +36,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.files import write_text_atomically
 from ..common.paths import CACHE_DIR
+from .bpe_merges import one_merge_per_token
 
 ENCODERS = ("auto", "fast", "reference")
 FAST = "fastokens"
@@ -47,9 +48,10 @@ FAST_PRESETS = {"cl100k": "cl100k_base"}
 STDLIB_SOURCES = ("textwrap.py", "argparse.py", "difflib.py", "email/message.py", "json/decoder.py",
                   "unittest/case.py", "http/client.py", "calendar.py", "locale.py", "statistics.py")
 EDGE_CASES = 5000
-# how the kept tokenizer.json writes its merges ("a b" strings: fastokens reads Llama 3's 280,147 merges in
-# two thirds of the time it takes for pairs); part of the proof's key, since the proof is of this file
-JSON_FORM = "merge-strings-1"
+# how the kept tokenizer.json writes its merges: "a b" strings (fastokens reads them in two thirds of the time
+# it takes for pairs), and for a tiktoken file one merge per token (`bpe_merges`: Llama 3's 127,066 instead
+# of 280,147); part of the proof's key, since the proof is of this file
+JSON_FORM = "one-merge-per-token-1"
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,9 @@ def _tokenizer_json(tokenizer) -> Path:
     if not path.is_file():
         content = json.loads(tokenizer.to_hf().backend_tokenizer.to_str())
         merges = content.get("model", {}).get("merges") or []
-        if all(isinstance(pair, list) and len(pair) == 2 and " " not in "".join(pair) for pair in merges):
+        if tokenizer.kind == "tiktoken BPE":
+            merges = _one_merge_per_token(tokenizer.ranks)
+        if all(isinstance(pair, list | tuple) and len(pair) == 2 and " " not in "".join(pair) for pair in merges):
             content["model"]["merges"] = [" ".join(pair) for pair in merges]
         PROOF_DIR.mkdir(parents=True, exist_ok=True)
         write_text_atomically(path, json.dumps(content, ensure_ascii=False))
@@ -178,6 +182,15 @@ def vocabulary_seconds(tokenizer) -> float:
     start = time.perf_counter()
     _load_fast(tokenizer)
     return time.perf_counter() - start
+
+
+def _one_merge_per_token(ranks: dict[bytes, int]) -> list[tuple[str, str]]:
+    """`bpe_merges.one_merge_per_token`, written as the byte-level characters a `tokenizer.json` uses."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    byte_to_char = bytes_to_unicode()
+    return [("".join(map(byte_to_char.get, left)), "".join(map(byte_to_char.get, right)))
+            for left, right in one_merge_per_token(ranks)]
 
 
 _early: dict[str, Future] = {}
