@@ -151,7 +151,7 @@ def fast_tokenizer(tokenizer):
     """fastokens' encoder of `tokenizer`'s vocabulary, or None where it has none (the byte tokenizer, or no
     fastokens installed); the one `load_fast_early` started, when it did. Raises fastokens' error for a
     vocabulary it cannot read. The last `KEPT_LOADED` loaded stay with the process: reading Llama 3's takes
-    a second, and a notebook or a script preprocesses file after file with the same one."""
+    three quarters of a second, and a notebook or a script preprocesses file after file with the same one."""
     fingerprint = tokenizer.fingerprint
     if fingerprint in _loaded:
         _loaded.move_to_end(fingerprint)
@@ -199,8 +199,8 @@ KEPT_LOADED = 2
 
 
 def load_fast_early(tokenizer) -> None:
-    """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes a second,
-    without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
+    """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes three
+    quarters of a second, mostly without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
     parsed meanwhile."""
     if tokenizer.fingerprint in _loaded or tokenizer.fingerprint in _early:
         return
