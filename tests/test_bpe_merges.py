@@ -27,6 +27,11 @@ def test_the_halves_follow_the_ranks_not_the_order_the_tokens_are_written():
     assert halves(b"abc", ranks) == (b"a", b"bc")
 
 
+def test_the_merges_may_pass_through_a_token_of_higher_rank():
+    ranks = ranks_with(b"ba", b"abab", b"bab")  # a, b, a, b -> a, ba, b -> a, bab (ranked after abab) -> abab
+    assert halves(b"abab", ranks) == (b"a", b"bab")
+
+
 def test_a_token_that_no_merge_makes_has_no_halves():
     ranks = ranks_with(b"ab", b"cd", b"abcd", b"xyz")  # x, y, z: no pair of them is a token below "xyz"
     assert halves(b"abcd", ranks) == (b"ab", b"cd")
@@ -40,6 +45,5 @@ def test_llama3_has_one_merge_per_mergeable_token_in_rank_order():
     made = [left + right for left, right in merges]
     assert len(made) == len(set(made)) and all(token in ranks for token in made)
     assert [ranks[token] for token in made] == sorted(ranks[token] for token in made)
-    assert all(ranks[left] < ranks[left + right] and ranks[right] < ranks[left + right] for left, right in merges)
-    assert b".:.:" in ranks and b".:.:" not in made  # tiktoken gives it only for a whole piece
-    assert 127_000 < len(merges) < len(ranks) - 256
+    assert halves(b".:.:", ranks) == (b".:.", b":") and ranks[b".:."] > ranks[b".:.:"]
+    assert 127_000 < len(merges) < len(ranks) - 256  # a few hundred tokens are only ever found whole

@@ -139,3 +139,33 @@ def test_the_command_line_names_the_encoder(tmp_path):
                           "--output-prefix", str(tmp_path / "cli"), "--tokenizer", "cl100k", "--encoder", "quick"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_the_proof_checks_every_token_of_a_tiktoken_vocabulary_in_context(tmp_path):
+    """A merges list built from each token's halves with its lower ranks only lacks the merges tiktoken makes
+    through a token of higher rank (Llama 3's ".:.:" from ".:." and ":"): the fixed sample does not meet
+    those tokens, the vocabulary's own tokens written in context do."""
+    import fastokens
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    llama3 = load_tokenizer("llama3")
+    ranks, char = llama3.ranks, bytes_to_unicode()
+
+    def lower_ranks_only(token):
+        parts = [token[i:i + 1] for i in range(len(token))]
+        while len(parts) > 2:
+            joins = [(ranks.get(a + b, ranks[token]), i) for i, (a, b) in enumerate(zip(parts, parts[1:]))]
+            rank, where = min(joins)
+            if rank >= ranks[token]:
+                return None
+            parts[where:where + 2] = [parts[where] + parts[where + 1]]
+        return parts if len(parts) == 2 else None
+
+    content = json.loads(encoders._tokenizer_json(llama3).read_text(encoding="utf-8"))
+    pairs = [lower_ranks_only(token) for token in sorted(ranks, key=ranks.get) if len(token) > 1]
+    content["model"]["merges"] = [" ".join("".join(map(char.get, part)) for part in pair) for pair in pairs if pair]
+    short = fastokens.Tokenizer.from_json_str(json.dumps(content, ensure_ascii=False))
+    assert encoders._first_difference(llama3, encoders.fast_tokenizer(llama3)) is None
+    assert encoders._first_vocabulary_difference(llama3, short) is not None
+    assert len(encoders.vocabulary_texts(llama3)) > 3 * 120_000
+    assert not encoders.vocabulary_texts(load_tokenizer("mistral"))

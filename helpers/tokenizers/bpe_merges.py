@@ -2,27 +2,28 @@
 
 tiktoken merges, at every step, the neighbouring pair whose join has the lowest rank. Inside the span that
 ends up as one token, no pair across the span's edges is merged before that token forms, so the merges
-inside the span are those of encoding the token's bytes alone, with only the lower ranks: the token is
-always made from the same two halves. A merges list needs one entry per token, not one per way of cutting
-it in two (Llama 3: 128k merges instead of 280k, and fastokens reads the file in half the time). A token
-whose bytes alone do not come back to two halves (Llama 3 has a few, such as ".:.:") is never made by a
-merge; tiktoken gives it only for a whole piece, as `ignore_merges` does. The encoders module still proves
-the resulting encoder against tiktoken before it is used.
+inside the span are exactly those of encoding the token's bytes alone, down to the last two parts: the
+token is always made from the same two halves. Those merges may pass through a token of higher rank (in
+Llama 3, ".:.:" is made from ".:." and ":"), so all ranks take part. A merges list therefore needs one
+entry per token, not one per way of cutting it in two (Llama 3: 127,156 merges instead of 280,147;
+fastokens reads the file in 0.75 s, not 1.0). A token whose bytes alone get stuck at three parts or more
+is never made by a merge; tiktoken gives it only for a whole piece, as `ignore_merges` does. The encoders
+module proves the resulting encoder against tiktoken, on every token of the vocabulary in context too,
+before it is used.
 """
 
 from __future__ import annotations
 
 
 def halves(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
-    """The two tokens `token` is merged from (tiktoken's merging of its bytes with the lower ranks only),
+    """The two tokens tiktoken makes `token` from (its merging of the token's bytes, stopped at two parts),
     or None for a single byte or a token that no merge makes."""
-    limit = ranks[token]
     parts = [token[i:i + 1] for i in range(len(token))]
     while len(parts) > 2:
-        best, where = limit, -1
+        best, where = None, -1
         for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1], limit)
-            if rank < best:
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank < best):
                 best, where = rank, i
         if where < 0:
             return None

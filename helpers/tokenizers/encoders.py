@@ -49,9 +49,9 @@ STDLIB_SOURCES = ("textwrap.py", "argparse.py", "difflib.py", "email/message.py"
                   "unittest/case.py", "http/client.py", "calendar.py", "locale.py", "statistics.py")
 EDGE_CASES = 5000
 # how the kept tokenizer.json writes its merges: "a b" strings (fastokens reads them in two thirds of the time
-# it takes for pairs), and for a tiktoken file one merge per token (`bpe_merges`: Llama 3's 127,066 instead
+# it takes for pairs), and for a tiktoken file one merge per token (`bpe_merges`: Llama 3's 127,156 instead
 # of 280,147); part of the proof's key, since the proof is of this file
-JSON_FORM = "one-merge-per-token-1"
+JSON_FORM = "one-merge-per-token-2"
 
 
 @dataclass(frozen=True)
@@ -200,8 +200,8 @@ KEPT_LOADED = 2
 
 def load_fast_early(tokenizer) -> None:
     """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes three
-    quarters of a second, mostly without the interpreter lock), for this process's next `fast_tokenizer` to take: the input is read and
-    parsed meanwhile."""
+    quarters of a second, mostly without the interpreter lock), for this process's next `fast_tokenizer` to
+    take: the input is read and parsed meanwhile."""
     if tokenizer.fingerprint in _loaded or tokenizer.fingerprint in _early:
         return
     loader = ThreadPoolExecutor(1, thread_name_prefix="fast-encoder-load")
@@ -223,6 +223,34 @@ def _first_difference(tokenizer, fast) -> str | None:
         reference = tokenizer.encode(text)
         if not np.array_equal(ids[offsets[index]:offsets[index + 1]], reference):
             return f"sample text {index} ({text[:40]!r}...) encodes to other ids"
+    return _first_vocabulary_difference(tokenizer, fast)
+
+
+def vocabulary_texts(tokenizer) -> list[str]:
+    """Each token of a tiktoken vocabulary that is text, written twice, with its last character again, and
+    with its first before it: the pieces in which a token is made by merging rather than found whole, where
+    a merges list that lacks the merge tiktoken makes would show. Empty for the other kinds."""
+    if tokenizer.kind != "tiktoken BPE":
+        return []
+    texts = []
+    for token in tokenizer.ranks:
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:  # a part of a character: it only occurs inside longer tokens
+            continue
+        texts += [text + text, text + text[-1], text[0] + text]
+    return texts
+
+
+def _first_vocabulary_difference(tokenizer, fast) -> str | None:
+    texts = vocabulary_texts(tokenizer)
+    if not texts:
+        return None
+    ids, offsets = encode_flat(fast, texts)
+    references = tokenizer.encode_batch(texts)
+    for index, reference in enumerate(references):
+        if not np.array_equal(ids[offsets[index]:offsets[index + 1]], reference):
+            return f"token text {index} ({texts[index][:40]!r}) encodes to other ids"
     return None
 
 
@@ -239,7 +267,8 @@ def proof(tokenizer) -> dict:
     except (ValueError, RuntimeError, OSError) as error:  # a vocabulary fastokens cannot read
         difference = f"fastokens cannot load it ({str(error).splitlines()[0][:120]})"
     verdict = {"exact": difference is None, "difference": difference, "texts": len(parity_sample()),
-               "fastokens": version, "reference": reference_name(tokenizer)}
+               "vocabulary_texts": len(vocabulary_texts(tokenizer)), "fastokens": version,
+               "reference": reference_name(tokenizer)}
     PROOF_DIR.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, json.dumps(verdict))
     return verdict
@@ -260,7 +289,9 @@ def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False)
         verdict = proof(tokenizer)
         if verdict["exact"]:
             return Encoder(f"{FAST} {verdict['fastokens']}", fast=True,
-                           reason=f"proved exact against {verdict['reference']} on {verdict['texts']:,} texts")
+                           reason=f"proved exact against {verdict['reference']} on {verdict['texts']:,} texts"
+                                  + (f" and on each of its tokens in context ({verdict['vocabulary_texts']:,} texts)"
+                                     if verdict.get("vocabulary_texts") else ""))
         why = f"fastokens differs from {verdict['reference']}: {verdict['difference']}"
     if choice == "fast":
         raise UserError(f"--encoder fast for {tokenizer.name}: {why}; fix: use --encoder auto or reference")
