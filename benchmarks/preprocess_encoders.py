@@ -10,6 +10,11 @@ table shows their median wall times and the median of the pairs' ratios, and che
 same `.bin/.idx` bytes. The encoders' own speed: the reference's batch call on `--workers` threads and
 fastokens' flat batch call (its threads are its own), on the same texts in this process, no I/O; and
 fastokens with the time it takes to read its vocabulary, which every command pays once.
+
+A peer's row, where `pip install -e '.[encoder-peer]'` installed it: gigatoken, another exact BPE encoder a
+user could pick, alone on the same texts, with and without reading its vocabulary, and whether its ids
+equal the reference's on every text. The package does not use it: it reads its vocabulary holding the
+interpreter lock (so the input cannot be parsed meanwhile) and hands results back as awkward arrays.
 """
 
 from __future__ import annotations
@@ -25,14 +30,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
+from itertools import chain
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
-from helpers.tokenizers.encoders import choose_encoder, encode_flat, fast_tokenizer, vocabulary_seconds  # noqa: E402
+from helpers.tokenizers.encoders import (  # noqa: E402
+    choose_encoder, encode_flat, fast_tokenizer, tokenizer_json, vocabulary_seconds)
 from helpers.tokenizers.zoo import load_tokenizer  # noqa: E402
 
 
@@ -57,23 +67,53 @@ def wall(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def encoder_speeds(tokenizer, texts: list[str], threads: int) -> dict[str, float]:
-    """MB/s of each encoder alone on `texts`: the reference's batch call, fastokens' flat call."""
+def encoder_speeds(tokenizer, texts: list[str], threads: int) -> tuple[dict[str, float], tuple[np.ndarray, np.ndarray]]:
+    """MB/s of each encoder alone on `texts`: the reference's batch call, fastokens' flat call; and the
+    reference's ids, flat with each text's offset, for a peer to be compared with."""
     megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
     speeds = {}
     start = time.perf_counter()
     if hasattr(tokenizer, "encoding"):
-        tokenizer.encoding.encode_ordinary_batch(texts, num_threads=threads)
+        reference = tokenizer.encoding.encode_ordinary_batch(texts, num_threads=threads)
     else:
-        tokenizer.encode_batch(texts)
+        reference = tokenizer.encode_batch(texts)
     speeds["reference"] = megabytes / (time.perf_counter() - start)
+    lengths = np.fromiter(map(len, reference), dtype=np.int64, count=len(reference))
+    flat = np.fromiter(chain.from_iterable(reference), dtype=np.int64, count=int(lengths.sum()))
+    del reference  # a Python int per id: gone before the next encoder is timed
     fast = fast_tokenizer(tokenizer)
     start = time.perf_counter()
     encode_flat(fast, texts)
     encode_s = time.perf_counter() - start
     speeds["fast"] = megabytes / encode_s
     speeds["fast, with reading its vocabulary"] = megabytes / (encode_s + vocabulary_seconds(tokenizer))
-    return speeds
+    return speeds, (flat, np.concatenate([[0], np.cumsum(lengths)]))
+
+
+def peer_speeds(tokenizer, texts: list[str], reference: tuple[np.ndarray, np.ndarray]) -> dict[str, float] | None:
+    """gigatoken alone on `texts` (its own threads), as the reference's peer: MB/s without and with reading
+    its vocabulary (the same `tokenizer.json` as fastokens', less the special tokens, so that their strings
+    are text), and whether its ids equal the reference's on every text. None where it is not installed."""
+    try:
+        import awkward  # noqa: F401  (gigatoken returns awkward arrays: imported here, not timed)
+        from gigatoken.gigatoken_rs import load_hf_json
+    except ImportError:
+        return None
+    content = json.loads(tokenizer_json(tokenizer).read_text(encoding="utf-8"))
+    content["added_tokens"] = []
+    definition = json.dumps(content, ensure_ascii=False)
+    start = time.perf_counter()
+    peer = load_hf_json(definition)
+    read_s = time.perf_counter() - start
+    start = time.perf_counter()
+    encoded = peer.encode_batch(texts, parallel=True).layout
+    encode_s = time.perf_counter() - start
+    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
+    flat, offsets = reference
+    exact = (np.array_equal(np.asarray(encoded.offsets.data), offsets)
+             and np.array_equal(np.asarray(encoded.content.data), flat))
+    return {"alone": megabytes / encode_s, "with reading its vocabulary": megabytes / (encode_s + read_s),
+            "vocabulary read s": read_s, "exact": exact}
 
 
 def main() -> None:
@@ -99,7 +139,8 @@ def main() -> None:
         pairs = [(wall(command("reference")), wall(command("fast"))) for _ in range(args.pairs)]
         same = all(filecmp.cmp(work / f"reference_text_document{s}", work / f"fast_text_document{s}", shallow=False)
                    for s in (".bin", ".idx"))
-        speeds = encoder_speeds(tokenizer, texts, args.workers)
+        speeds, reference = encoder_speeds(tokenizer, texts, args.workers)
+        peer = peer_speeds(tokenizer, texts, reference)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     reference_s = statistics.median(a for a, _ in pairs)
@@ -117,6 +158,13 @@ def main() -> None:
         print(f"{name:<34} {speed:8.1f}")
     print(f"the whole fast command at {size_mb / fast_s / speeds['fast']:.0%} of the fast encoder's own speed, "
           f"{size_mb / fast_s / speeds['fast, with reading its vocabulary']:.0%} of it with its vocabulary read")
+    if peer is None:
+        print("gigatoken (peer): not measured; fix: pip install -e '.[encoder-peer]'")
+        return
+    print(f"{'gigatoken ' + metadata.version('gigatoken') + ' (peer)':<34} {peer['alone']:8.1f}")
+    print(f"{'gigatoken, with reading its vocab.':<34} {peer['with reading its vocabulary']:8.1f}")
+    print(f"gigatoken read its vocabulary in {peer['vocabulary read s']:.2f} s (holding the interpreter lock); "
+          f"ids equal to the reference's on every text: {peer['exact']}")
 
 
 if __name__ == "__main__":

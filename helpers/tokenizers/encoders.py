@@ -131,7 +131,7 @@ def _sample_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def _tokenizer_json(tokenizer) -> Path:
+def tokenizer_json(tokenizer) -> Path:
     """The tokenizer's `tokenizer.json`, built once per vocabulary and kept beside the proofs (building it
     for Llama 3 takes seconds; every worker process reads it)."""
     path = PROOF_DIR / f"{tokenizer.fingerprint}-{JSON_FORM}.tokenizer.json"
@@ -174,7 +174,7 @@ def _load_fast(tokenizer):
     if preset is not None and tokenizer.kind == "tiktoken BPE":
         return fastokens.Tokenizer.from_tiktoken(str(tokenizer.bpe_file), encoding=preset,
                                                  special_tokens=dict(tokenizer.special_tokens))
-    return fastokens.Tokenizer.from_file(str(_tokenizer_json(tokenizer)))
+    return fastokens.Tokenizer.from_file(str(tokenizer_json(tokenizer)))
 
 
 def vocabulary_seconds(tokenizer) -> float:
@@ -215,15 +215,16 @@ def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.uint64).astype(np.int64)
 
 
-def _first_difference(tokenizer, fast) -> str | None:
-    """Where the two encoders first disagree on the sample, in words; None when they agree on all of it."""
+def _first_difference(tokenizer, fast, vocabulary: list[str]) -> str | None:
+    """Where the two encoders first disagree on the sample or on `vocabulary` (`vocabulary_texts`), in
+    words; None when they agree on all of it."""
     sample = list(parity_sample())
     ids, offsets = encode_flat(fast, sample)
     for index, text in enumerate(sample):
         reference = tokenizer.encode(text)
         if not np.array_equal(ids[offsets[index]:offsets[index + 1]], reference):
             return f"sample text {index} ({text[:40]!r}...) encodes to other ids"
-    return _first_vocabulary_difference(tokenizer, fast)
+    return _first_vocabulary_difference(tokenizer, fast, vocabulary)
 
 
 def vocabulary_texts(tokenizer) -> list[str]:
@@ -242,8 +243,7 @@ def vocabulary_texts(tokenizer) -> list[str]:
     return texts
 
 
-def _first_vocabulary_difference(tokenizer, fast) -> str | None:
-    texts = vocabulary_texts(tokenizer)
+def _first_vocabulary_difference(tokenizer, fast, texts: list[str]) -> str | None:
     if not texts:
         return None
     ids, offsets = encode_flat(fast, texts)
@@ -261,13 +261,15 @@ def proof(tokenizer) -> dict:
     path = PROOF_DIR / f"{tokenizer.fingerprint}-{FAST}-{version}-{JSON_FORM}-{_sample_key()}.json"
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
+    vocabulary = vocabulary_texts(tokenizer)
     try:
         fast = fast_tokenizer(tokenizer)
-        difference = "fastokens has no encoder for it" if fast is None else _first_difference(tokenizer, fast)
+        difference = ("fastokens has no encoder for it" if fast is None
+                      else _first_difference(tokenizer, fast, vocabulary))
     except (ValueError, RuntimeError, OSError) as error:  # a vocabulary fastokens cannot read
         difference = f"fastokens cannot load it ({str(error).splitlines()[0][:120]})"
     verdict = {"exact": difference is None, "difference": difference, "texts": len(parity_sample()),
-               "vocabulary_texts": len(vocabulary_texts(tokenizer)), "fastokens": version,
+               "vocabulary_texts": len(vocabulary), "fastokens": version,
                "reference": reference_name(tokenizer)}
     PROOF_DIR.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, json.dumps(verdict))
