@@ -5,6 +5,7 @@ sample, the proof cached; a mismatch or a missing fastokens falls back to the re
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -139,6 +140,39 @@ def test_the_command_line_names_the_encoder(tmp_path):
                           "--output-prefix", str(tmp_path / "cli"), "--tokenizer", "cl100k", "--encoder", "quick"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_auto_for_one_run_takes_the_reference_where_the_input_cannot_pay_for_the_vocabulary_read(monkeypatch):
+    llama3 = load_tokenizer("llama3")
+    verdict = encoders.proof(llama3)
+    assert verdict["vocabulary_read_s"] > 0 and verdict["fast_mb_s"] > verdict["reference_mb_s"] > 0
+    monkeypatch.setattr(encoders, "_loaded", OrderedDict())  # a fresh process: nothing read yet
+    small = choose_encoder(llama3, "auto", one_run_of_megabytes=0.01, workers=2)
+    assert not small.fast and small.too_small and small.name.startswith("tiktoken ")
+    assert "0.0 MB is too little to pay for reading its vocabulary" in small.reason
+    assert choose_encoder(llama3, "auto", one_run_of_megabytes=100_000, workers=2).fast
+    assert choose_encoder(llama3, "fast", one_run_of_megabytes=0.01, workers=2).fast  # fast insists
+    assert choose_encoder(llama3, "auto").fast  # a notebook or a script reads it once for all its runs
+    encoders._loaded[llama3.fingerprint] = object()  # read already: nothing left to pay for
+    assert choose_encoder(llama3, "auto", one_run_of_megabytes=0.01, workers=2).fast
+
+
+def test_the_command_line_says_why_a_small_input_goes_through_the_reference(tmp_path):
+    import subprocess
+    import sys
+
+    def run(encoder):
+        done = subprocess.run([sys.executable, "-m", "helpers.preprocess", "--input", str(_jsonl(tmp_path)),
+                               "--output-prefix", str(tmp_path / encoder), "--tokenizer", "llama3", "--append-eod",
+                               "--no-progress", "--workers", "2", "--encoder", encoder], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    auto, fast = run("auto"), run("fast")
+    assert "encoder         tiktoken " in auto.stdout and "too little to pay for reading its vocabulary" in auto.stdout
+    assert "note:" not in auto.stderr  # the summary says it; stderr is for what needs acting on
+    assert "encoder         fastokens " in fast.stdout
+    assert _bytes(tmp_path / "auto_text_document") == _bytes(tmp_path / "fast_text_document")
 
 
 def test_the_proof_checks_every_token_of_a_tiktoken_vocabulary_in_context(tmp_path):

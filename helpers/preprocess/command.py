@@ -77,9 +77,11 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
                json_keys: tuple[str, ...] = ("text",), workers: int = 1, append_eod: bool = False,
                parse_special_tokens: bool = False, skip_bad_records: bool = False, partitions: int = 1,
                log_interval: int = 0, progress: bool = True, engine: str = "local",
-               ray_address: str | None = None, encoder: str = "auto") -> Summary:
+               ray_address: str | None = None, encoder: str = "auto", one_run: bool = False) -> Summary:
     """Tokenize a JSONL file (or Parquet: a file or a folder of them) into one Megatron indexed dataset per key;
-    see the module docstring."""
+    see the module docstring. `one_run`: this process preprocesses this input only (the command line), so
+    `auto` weighs fastokens' vocabulary read against the input's size; a notebook or a script that goes on
+    to preprocess more files reads it once for all of them."""
     input_path = Path(input_path)
     json_keys = check_json_keys(json_keys)
     check_engine_flags(engine, workers, ray_address, ("--partitions", partitions))
@@ -90,8 +92,10 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     if is_columnar(input_path):
         check_columns(input_path, json_keys)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
-    chosen = choose_encoder(made_by, encoder, parse_special_tokens)
-    if encoder == "auto" and not chosen.fast and chosen.reason:
+    size = known_size(input_path) if one_run and engine == "local" and partitions == 1 else None
+    chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers,
+                            one_run_of_megabytes=None if size is None else size / 1e6)
+    if encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
         print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=sys.stderr)
     if chosen.fast and engine == "local" and partitions == 1:
         load_fast_early(made_by)  # this process encodes: its vocabulary loads while the input is read
@@ -125,7 +129,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
         if meter is not None:
             meter.close()
     summary.seconds = time.perf_counter() - start
-    summary.encoder = chosen.name
+    summary.encoder = chosen.name + (f" ({chosen.reason})" if chosen.too_small else "")
     return summary
 
 
@@ -190,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, counting each kind")
     parser.add_argument("--encoder", choices=ENCODERS, default="auto",
                         help="auto: fastokens where it is proved to give the reference's ids for this vocabulary "
-                             "(checked once, cached), else the reference, saying why; fast: fastokens or an error; "
+                             "(checked once, cached) and the input is large enough to pay for reading its "
+                             "vocabulary, else the reference, saying why; fast: fastokens or an error; "
                              "reference: the tokenizer's own (tiktoken, sentencepiece, tokenizers). Same bytes")
     parser.add_argument("--log-interval", type=int, default=1000, help="documents between log lines (no progress bar)")
     parser.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
@@ -211,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                          append_eod=args.append_eod, parse_special_tokens=args.parse_special_tokens,
                          skip_bad_records=args.skip_bad_records, partitions=args.partitions,
                          log_interval=args.log_interval, progress=not args.no_progress, engine=args.engine,
-                         ray_address=args.ray_address, encoder=args.encoder)
+                         ray_address=args.ray_address, encoder=args.encoder, one_run=True)
     if args.format != "megatron":
         flat = FlatFormat(layout=args.format, tokens_per_shard=args.tokens_per_shard, val_fraction=args.val_fraction,
                           shard_dtype=args.shard_dtype)

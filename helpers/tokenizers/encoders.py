@@ -6,7 +6,9 @@ The proof: both encoders on a fixed sample of varied text (`parity_sample`: edge
 emoji, combining marks and odd white space, and the Python standard library's source as code and prose),
 every document compared id for id. The verdict is cached under `data/cache/encoders/`, keyed by the
 tokenizer's fingerprint, fastokens' version and the sample's digest, so it runs once per vocabulary and
-release. `auto` (the default) takes fastokens where it is proved and says in one line why not otherwise;
+release. `auto` (the default) takes fastokens where it is proved and says in one line why not otherwise
+(the command line, which encodes one input and ends, also takes the reference where the input is too small
+for fastokens to pay for reading its vocabulary, and its summary says so; the proof measures both);
 `fast` insists (one line and exit 2 where it is not proved); `reference` never uses it. Special-token
 strings parsed as special ids (`--parse-special-tokens`) always go through the reference, the only path
 checked for them. Either way the `.bin/.idx` bytes are the same; the summary and the sidecar name the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import random
 import sys
 import sysconfig
@@ -52,6 +55,7 @@ EDGE_CASES = 5000
 # it takes for pairs), and for a tiktoken file one merge per token (`bpe_merges`: Llama 3's 127,156 instead
 # of 280,147); part of the proof's key, since the proof is of this file
 JSON_FORM = "one-merge-per-token-2"
+REFERENCE_MARGIN = 1.5  # how much faster the reference must be estimated for a small input (`too_small_for_fast`)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Encoder:
     name: str
     fast: bool
     reason: str = ""
+    too_small: bool = False  # the reference was taken because the input is too small for fastokens to pay off
 
 
 def fast_version() -> str | None:
@@ -271,13 +276,56 @@ def proof(tokenizer) -> dict:
     verdict = {"exact": difference is None, "difference": difference, "texts": len(parity_sample()),
                "vocabulary_texts": len(vocabulary), "fastokens": version,
                "reference": reference_name(tokenizer)}
+    if difference is None:
+        verdict.update(_costs(tokenizer, fast))
     PROOF_DIR.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, json.dumps(verdict))
     return verdict
 
 
-def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False) -> Encoder:
-    """The encoder for a run: see the module docstring for what each choice does."""
+def _costs(tokenizer, fast) -> dict[str, float]:
+    """What a run pays with each encoder on this machine, for `too_small_for_fast`: seconds to read
+    fastokens' vocabulary afresh, and each encoder's MB/s on the whole sample (its scripts side by side are
+    as slow for tiktoken as the workshop's mixed corpus): the reference on one thread, fastokens on its own."""
+    texts = list(parity_sample())
+    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
+    start = time.perf_counter()
+    for text in texts:
+        tokenizer.encode(text)
+    reference_s = time.perf_counter() - start
+    start = time.perf_counter()
+    encode_flat(fast, texts)
+    fast_s = time.perf_counter() - start
+    return {"vocabulary_read_s": vocabulary_seconds(tokenizer), "reference_mb_s": megabytes / reference_s,
+            "fast_mb_s": megabytes / fast_s}
+
+
+def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int) -> str | None:
+    """Why a run of `megabytes` on `workers` processes, this process's only one, is faster with the
+    reference: fastokens must first read its vocabulary (Llama 3's: three quarters of a second), which a
+    small input does not pay back. None where fastokens is the faster, where this process holds its
+    vocabulary already, or where the proof measured no costs. The estimates count encoding only, not the
+    reference's own set-up nor the pipeline around either encoder, so the reference is taken only where it
+    is estimated `REFERENCE_MARGIN` times faster (on the 2-core machine this was written on, that puts the
+    line at about 16 MB of JSONL for Llama 3 on 2 processes; the two whole commands take the same time at
+    about 14 MB)."""
+    if tokenizer.fingerprint in _loaded or "vocabulary_read_s" not in verdict:
+        return None
+    processes = max(1, min(workers, os.cpu_count() or 1))
+    with_fast = verdict["vocabulary_read_s"] + megabytes / verdict["fast_mb_s"]
+    with_reference = megabytes / (verdict["reference_mb_s"] * processes)
+    if with_reference * REFERENCE_MARGIN >= with_fast:
+        return None
+    return (f"not fastokens: {megabytes:.1f} MB is too little to pay for reading its vocabulary, which takes "
+            f"{verdict['vocabulary_read_s']:.2f} s; encoding takes about {with_reference:.1f} s with "
+            f"{verdict['reference']} on {processes} process{'es' * (processes > 1)}, {with_fast:.1f} s with fastokens")
+
+
+def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False, *,
+                   one_run_of_megabytes: float | None = None, workers: int = 1) -> Encoder:
+    """The encoder for a run: see the module docstring for what each choice does. With
+    `one_run_of_megabytes` (a process that encodes that much and ends, as the command line does), `auto`
+    also takes the reference where that is faster (`too_small_for_fast`)."""
     if choice not in ENCODERS:
         raise UserError(f"--encoder {choice!r}: fix: choose one of {', '.join(ENCODERS)}")
     reference = Encoder(reference_name(tokenizer), fast=False)
@@ -289,6 +337,10 @@ def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False)
         why = "fastokens is not installed (it ships wheels for Linux x86-64, macOS and Windows x86-64)"
     else:
         verdict = proof(tokenizer)
+        small = (verdict["exact"] and choice == "auto" and one_run_of_megabytes is not None
+                 and too_small_for_fast(tokenizer, verdict, one_run_of_megabytes, workers))
+        if small:
+            return Encoder(reference.name, fast=False, reason=small, too_small=True)
         if verdict["exact"]:
             return Encoder(f"{FAST} {verdict['fastokens']}", fast=True,
                            reason=f"proved exact against {verdict['reference']} on {verdict['texts']:,} texts"
