@@ -8,7 +8,8 @@ every document compared id for id. The verdict is cached under `data/cache/encod
 tokenizer's fingerprint, fastokens' version and the sample's digest, so it runs once per vocabulary and
 release. `auto` (the default) takes fastokens where it is proved and says in one line why not otherwise
 (the command line, which encodes one input and ends, also takes the reference where the input is too small
-for fastokens to pay for reading its vocabulary, and its summary says so; the proof measures both);
+for fastokens to pay for reading its vocabulary, by what the proof measured each encoder to cost, and its
+summary says so);
 `fast` insists (one line and exit 2 where it is not proved); `reference` never uses it. Special-token
 strings parsed as special ids (`--parse-special-tokens`) always go through the reference, the only path
 checked for them. Either way the `.bin/.idx` bytes are the same; the summary and the sidecar name the
@@ -306,9 +307,8 @@ def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int)
     small input does not pay back. None where fastokens is the faster, where this process holds its
     vocabulary already, or where the proof measured no costs. The estimates count encoding only, not the
     reference's own set-up nor the pipeline around either encoder, so the reference is taken only where it
-    is estimated `REFERENCE_MARGIN` times faster (on the 2-core machine this was written on, that puts the
-    line at about 16 MB of JSONL for Llama 3 on 2 processes; the two whole commands take the same time at
-    about 14 MB)."""
+    is estimated `REFERENCE_MARGIN` times faster (on a 2-core laptop that puts the line at about 16 MB of
+    JSONL for Llama 3 on 2 processes; the two whole commands take the same time there at about 14 MB)."""
     if tokenizer.fingerprint in _loaded or "vocabulary_read_s" not in verdict:
         return None
     processes = max(1, min(workers, os.cpu_count() or 1))
