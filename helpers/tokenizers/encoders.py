@@ -224,13 +224,26 @@ def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 def _first_difference(tokenizer, fast, vocabulary: list[str]) -> str | None:
     """Where the two encoders first disagree on the sample or on `vocabulary` (`vocabulary_texts`), in
     words; None when they agree on all of it."""
+    return _compared(tokenizer, fast, vocabulary)[0]
+
+
+def _compared(tokenizer, fast, vocabulary: list[str]) -> tuple[str | None, dict[str, float]]:
+    """`_first_difference`, and where the encoders agree, what each one's MB/s was on the whole sample (its
+    scripts side by side are as slow for tiktoken as the workshop's mixed corpus): the reference on one
+    thread, text by text, fastokens on its own threads."""
     sample = list(parity_sample())
+    start = time.perf_counter()
     ids, offsets = encode_flat(fast, sample)
+    fast_s, reference_s = time.perf_counter() - start, 0.0
     for index, text in enumerate(sample):
+        start = time.perf_counter()
         reference = tokenizer.encode(text)
+        reference_s += time.perf_counter() - start
         if not np.array_equal(ids[offsets[index]:offsets[index + 1]], reference):
-            return f"sample text {index} ({text[:40]!r}...) encodes to other ids"
-    return _first_vocabulary_difference(tokenizer, fast, vocabulary)
+            return f"sample text {index} ({text[:40]!r}...) encodes to other ids", {}
+    megabytes = sum(len(text.encode("utf-8")) for text in sample) / 1e6
+    speeds = {"reference_mb_s": megabytes / reference_s, "fast_mb_s": megabytes / fast_s}
+    return _first_vocabulary_difference(tokenizer, fast, vocabulary), speeds
 
 
 def vocabulary_texts(tokenizer) -> list[str]:
@@ -268,37 +281,21 @@ def proof(tokenizer) -> dict:
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     vocabulary = vocabulary_texts(tokenizer)
+    speeds = {}
     try:
         fast = fast_tokenizer(tokenizer)
-        difference = ("fastokens has no encoder for it" if fast is None
-                      else _first_difference(tokenizer, fast, vocabulary))
+        difference, speeds = (("fastokens has no encoder for it", {}) if fast is None
+                              else _compared(tokenizer, fast, vocabulary))
     except (ValueError, RuntimeError, OSError) as error:  # a vocabulary fastokens cannot read
         difference = f"fastokens cannot load it ({str(error).splitlines()[0][:120]})"
     verdict = {"exact": difference is None, "difference": difference, "texts": len(parity_sample()),
                "vocabulary_texts": len(vocabulary), "fastokens": version,
                "reference": reference_name(tokenizer)}
-    if difference is None:
-        verdict.update(_costs(tokenizer, fast))
+    if difference is None:  # what a run pays with each, for `too_small_for_fast`
+        verdict.update(speeds, vocabulary_read_s=vocabulary_seconds(tokenizer))
     PROOF_DIR.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, json.dumps(verdict))
     return verdict
-
-
-def _costs(tokenizer, fast) -> dict[str, float]:
-    """What a run pays with each encoder on this machine, for `too_small_for_fast`: seconds to read
-    fastokens' vocabulary afresh, and each encoder's MB/s on the whole sample (its scripts side by side are
-    as slow for tiktoken as the workshop's mixed corpus): the reference on one thread, fastokens on its own."""
-    texts = list(parity_sample())
-    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
-    start = time.perf_counter()
-    for text in texts:
-        tokenizer.encode(text)
-    reference_s = time.perf_counter() - start
-    start = time.perf_counter()
-    encode_flat(fast, texts)
-    fast_s = time.perf_counter() - start
-    return {"vocabulary_read_s": vocabulary_seconds(tokenizer), "reference_mb_s": megabytes / reference_s,
-            "fast_mb_s": megabytes / fast_s}
 
 
 def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int) -> str | None:
