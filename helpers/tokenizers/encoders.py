@@ -221,15 +221,10 @@ def encode_flat(fast, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.uint64).astype(np.int64)
 
 
-def _first_difference(tokenizer, fast, vocabulary: list[str]) -> str | None:
-    """Where the two encoders first disagree on the sample or on `vocabulary` (`vocabulary_texts`), in
-    words; None when they agree on all of it."""
-    return _compared(tokenizer, fast, vocabulary)[0]
-
-
 def _compared(tokenizer, fast, vocabulary: list[str]) -> tuple[str | None, dict[str, float]]:
-    """`_first_difference`, and where the encoders agree, what each one's MB/s was on the whole sample (its
-    scripts side by side are as slow for tiktoken as the workshop's mixed corpus): the reference on one
+    """Where the two encoders first disagree on the sample or on `vocabulary` (`vocabulary_texts`), in words
+    (None when they agree on all of it); and where they agree, what each one's MB/s was on the whole sample
+    (its scripts side by side are as slow for tiktoken as the workshop's mixed corpus): the reference on one
     thread, text by text, fastokens on its own threads."""
     sample = list(parity_sample())
     start = time.perf_counter()
