@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.audit import CODES, audit, audit_ranks
+from helpers.audit import CODES, DataBugError, audit, audit_ranks
+from helpers.audit.statistics import WRAP_TOKENS
 from helpers.audit.stream import AuditSettings, StreamAudit
 from helpers.common.errors import UserError
 from helpers.datasets.layout import IGNORE_INDEX
@@ -139,11 +140,34 @@ def test_a_sampler_whose_epoch_never_advances_replays_its_batches(real):
     assert finding.step == 6
 
 
-def test_samples_replayed_in_another_order_are_named(real):
-    shuffled = [{k: v[torch.randperm(8, generator=torch.Generator().manual_seed(s))] for k, v in b.items()}
-                for s, b in enumerate(real[:3])]
-    finding = _first(audit(real[:3] + shuffled, vocab_size=VOCAB), "repeated-samples")
-    assert finding.step == 3
+def _rows_of(batches) -> list[dict]:
+    return [{key: value[row] for key, value in batch.items()} for batch in batches
+            for row in range(len(batch["input_ids"]))]
+
+
+def _batched(rows: list[dict], order, size: int = 8) -> list[dict]:
+    return [{key: torch.stack([rows[i][key] for i in order[at:at + size]]) for key in rows[0]}
+            for at in range(0, len(order), size)]
+
+
+def test_a_replay_is_named_and_a_new_epoch_is_not(real):
+    """A replay takes samples again in the order they came (here from sample 3 on: batch boundaries move, no
+    batch repeats whole); a new epoch takes the same samples in a new order, which is training."""
+    rows = _rows_of(real[:4])
+    finding = _first(audit(_batched(rows, [*range(32), *range(3, 32)]), vocab_size=VOCAB), "repeated-samples")
+    assert finding.step == 4 and "trained on at step 0" in finding.message and "helpers.clean --exact" in finding.message
+    epochs = [*range(32), *np.random.default_rng(0).permutation(32), *np.random.default_rng(1).permutation(32)]
+    assert audit(_batched(rows, epochs), vocab_size=VOCAB, labels="shifted").ok
+
+
+def test_half_a_batch_replayed_is_named_and_one_duplicate_is_not(real):
+    rows = _rows_of(real)
+    half = _batched(rows, [*range(64), *range(16, 24), *range(80, 88)], size=16)  # step 4: step 1's rows again
+    assert _first(audit(half, vocab_size=VOCAB), "repeated-samples").step == 4
+    fewer = _batched(rows, [*range(64), *range(16, 23), *range(80, 89)], size=16)  # seven of sixteen
+    assert audit(fewer, vocab_size=VOCAB).ok
+    last_of_two = _batched(rows[:40], [*range(32), 35, 7])  # a last partial batch of 2 holding one duplicate
+    assert audit(last_of_two, vocab_size=VOCAB).ok
 
 
 def test_labels_shifted_twice_or_not_at_all_are_named(real):
@@ -178,7 +202,7 @@ def test_ids_past_the_vocabulary_are_named(real):
 
 def test_a_large_vocabulary_wrapped_by_uint16_is_named(real):
     wrapped = [{**b, "input_ids": b["input_ids"] % 65_536, "labels": b["labels"] % 65_536} for b in real]
-    assert _first(audit(wrapped, vocab_size=VOCAB), "id-wraparound").step == 0  # 4,096 tokens a batch
+    assert _first(audit(wrapped, vocab_size=VOCAB), "id-wraparound").step == WRAP_TOKENS // 4096 - 1  # 4,096 a batch
     as_uint16 = [b["input_ids"].numpy().astype(np.uint16) for b in real]
     assert _first(audit(as_uint16, vocab_size=VOCAB), "id-wraparound").step == 0
     assert audit(real, vocab_size=VOCAB).ok
@@ -207,8 +231,8 @@ def test_a_resume_that_replays_batches_is_named(real):
                                  "zero-batch"])
 def test_a_bug_planted_step_by_step_is_named_where_it_first_shows(real, bug):
     """The live planter (`--plant-bug` of the training commands) does its bug one batch at a time; the audit
-    names it at the step it starts (from the first step for the labels' bugs, once 4,096 ids have been
-    seen for uint16), as it names the same bug planted into the whole stream at once."""
+    names it at the step it starts (from the first step for the labels' bugs, once WRAP_TOKENS ids have
+    been seen for uint16), as it names the same bug planted into the whole stream at once."""
     from helpers.audit.planting import BUGS, PLANTED_AT, Planter
     from helpers.workshop.explore.batch_bugs import planted
 
@@ -386,7 +410,8 @@ def test_the_trainer_callback_names_a_resume_that_replays(prefixes, tmp_path):
     _trainer(prefixes["llama3"]["literature"], tmp_path, resumed, steps=4).train(
         resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-2"))
     assert resumed.auditor.report.ok and resumed.auditor.stream.step == 4  # it went on from batch 2
-    with pytest.raises(DataBugError, match="repeated-batch .*step 2.*equals the one at step 0"):
+    # batches of 4 over the 8 samples seen: the second replayed batch makes the run a shuffle would not
+    with pytest.raises(DataBugError, match="repeated-batch .*step 3.*equals the one at step 1"):
         _trainer(prefixes["llama3"]["literature"], tmp_path, AuditCallback(), steps=4,
                  ignore_data_skip=True).train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-2"))
 
@@ -411,8 +436,8 @@ def test_an_audited_loader_carries_the_auditor_through_a_checkpoint(prefixes, tm
     assert len(list(resumed)) == 7  # batches 3 to 9, the staged one again: no finding
     early = audited()  # a resume that starts two batches early
     early.load_state_dict({**state, "samples_consumed": state["samples_consumed"] - 8})
-    with pytest.raises(DataBugError, match="repeated-batch .*step 3.*equals the one at step 1"):
-        list(early)
+    with pytest.raises(DataBugError, match="repeated-batch .*step 4.*equals the one at step 2"):
+        list(early)  # named at its second replayed batch of 4: 8 in a row, over 12 samples seen
 
 
 def test_window_pairs_counts_equal_pairs_in_every_window():
@@ -421,3 +446,140 @@ def test_window_pairs_counts_equal_pairs_in_every_window():
     windows = np.random.default_rng(0).integers(0, 20, (50, 30))
     expected = [int(sum(c * (c - 1) // 2 for c in np.unique(w, return_counts=True)[1])) for w in windows]
     assert window_pairs(windows).tolist() == expected
+
+
+def test_uniform_draws_stay_within_the_bound_whatever_the_values():
+    """The bound holds for sparse draws (many values, few ids: Poisson-like) and dense ones (few values: a
+    chi-square with a long right tail), at the row and pooled sizes the audit uses."""
+    from helpers.audit.statistics import uniform_bound, window_pairs
+
+    rng = np.random.default_rng(7)
+    for length in (128, 256, 1024):
+        for values in (16, 100, 258, 4096, 128_256):
+            most = int(window_pairs(rng.integers(0, values, (4000, length))).max())
+            assert most <= uniform_bound(length, values)[1], (length, values, most)
+
+
+def test_short_rows_of_real_text_pass_and_random_ones_are_named_once_pooled(real):
+    rows = torch.cat([b["input_ids"] for b in real]).reshape(-1, 16)  # 16-token rows of real llama3 text
+    healthy = [rows[at:at + 8] for at in range(0, 8 * 60, 8)]
+    assert audit(healthy, vocab_size=VOCAB).ok
+    fallback = healthy[:10] + [torch.randint(0, VOCAB, (8, 16)) for _ in range(10)]
+    finding = _first(audit(fallback, vocab_size=VOCAB), "random-tokens")
+    assert 10 <= finding.step <= 10 + 1024 // 128 - 1 and "over" in finding.message
+    one_row = healthy[:10] + [torch.randint(0, VOCAB, (1, 16)) for _ in range(80)]
+    assert _first(audit(one_row, vocab_size=VOCAB), "random-tokens").step <= 10 + 1024 // 16 - 1
+
+
+def test_a_fallback_over_a_few_ids_is_random_tokens_not_wraparound(real):
+    """torch.randint(0, 100) under a 128k vocabulary: its equal pairs look like text against V, not against
+    the 100 ids it spans; coming first, it is named for what it is, not as wrapped ids."""
+    small = lambda b: {**b, "input_ids": torch.randint(0, 100, b["input_ids"].shape)}  # noqa: E731
+    assert _first(audit(_with(real, 3, small), vocab_size=VOCAB), "random-tokens").step == 3
+    first = audit([small(b) for b in real], vocab_size=VOCAB)
+    assert [f.code for f in first.findings] == ["random-tokens"], first.summary()
+    assert "over ids 0 to 99" in first.findings[0].message
+
+
+def test_pad_equal_to_eos_is_padding_only_where_it_ends_a_row(real):
+    """Hugging Face's pad_token = eos_token: the end-of-document ids inside a packed row are text; the run
+    ending a padded row is padding, less its first id (the document's own end)."""
+    packed = [{"input_ids": b["input_ids"], "labels": b["input_ids"]} for b in real]  # EODs inside, in the loss
+    assert audit(packed, vocab_size=VOCAB, labels="same", pad_id=EOD).ok
+
+    def padded(batch, keep_first: bool):
+        ids = batch["input_ids"].clone()
+        ids[:, 400:] = EOD
+        labels = ids.clone()
+        labels[:, 401 if keep_first else 400:] = IGNORE_INDEX
+        return {"input_ids": ids, "labels": labels}
+
+    assert audit([padded(b, keep_first=True) for b in real], vocab_size=VOCAB, labels="same", pad_id=EOD).ok
+    leaked = [{**padded(b, True), "labels": padded(b, True)["input_ids"]} for b in real]
+    assert _first(audit(leaked, vocab_size=VOCAB, labels="same", pad_id=EOD), "padding-in-loss").step == 0
+
+
+def test_one_duplicated_document_on_two_ranks_is_not_a_shared_batch(real):
+    mine = [b["input_ids"] for b in real[:6]]
+    other = [b["input_ids"].clone() for b in real[6:]]
+    for step, ids in enumerate(other):
+        ids[2] = mine[step][5]  # one sample both ranks hold, as a corpus's duplicates make
+    assert audit_ranks([mine, other], vocab_size=VOCAB).ok
+    half = [torch.cat([mine[step][:4], ids[4:]]) for step, ids in enumerate(other)]
+    finding = _first(audit_ranks([mine, half], vocab_size=VOCAB), "same-batch-across-ranks")
+    assert finding.step == 0 and "4 of 8 samples equal to rank 0's" in finding.message
+
+
+def test_one_row_of_one_id_is_a_ruler_two_in_a_row_a_constant_batch():
+    ruler = np.full((1, 64), 61)
+    text = np.arange(64)[None, :] % 50
+    assert audit([text, ruler, text, ruler], vocab_size=258).ok
+    finding = _first(audit([text, ruler, ruler], vocab_size=258), "constant-batch")
+    assert finding.step == 2
+
+
+def test_the_digests_kept_stay_within_the_bound_and_a_recent_replay_is_still_named(real):
+    from helpers.audit.live import Auditor
+
+    auditor = Auditor(vocab_size=VOCAB, remember=1024, on_finding="warn")
+    rng = np.random.default_rng(0)
+    for step in range(400):  # 3,200 distinct samples of real rows, shuffled
+        ids = real[step % 12]["input_ids"].clone()
+        ids[:, 0] = torch.from_numpy(rng.integers(0, VOCAB, 8))
+        auditor.step({"input_ids": ids})
+        assert len(auditor.stream.seen.samples) <= 1024
+    assert auditor.report.ok
+    state = auditor.state_dict()
+    assert len(state["samples"][0]) <= 1024
+    resumed = Auditor(vocab_size=VOCAB, remember=1024)
+    resumed.load_state_dict(pickle_round_trip(state))
+    with pytest.raises(DataBugError, match="repeated-batch"):
+        resumed.step({"input_ids": ids})  # the last batch again, as a resume that goes back one step
+    with pytest.raises(UserError, match="remember="):
+        Auditor(vocab_size=VOCAB, remember=10)
+
+
+def test_batches_as_pipelines_hand_them_over(real):
+    from transformers import BatchEncoding
+
+    batch = real[0]
+    as_float = {"input_ids": batch["input_ids"], "attention_mask": torch.ones_like(batch["input_ids"]).float(),
+                "labels": batch["input_ids"]}
+    megatron = {"tokens": batch["input_ids"], "labels": batch["labels"], "loss_mask": torch.ones(8, 512),
+                "attention_mask": torch.ones(8, 1, 512, 512, dtype=torch.bool), "position_ids": torch.arange(512)}
+    triple = (batch["input_ids"], batch["labels"], torch.ones(8, 512))
+    for stream, labels in (([BatchEncoding(as_float)], "same"), ([megatron], "shifted"), ([triple], "shifted")):
+        report = audit(stream, vocab_size=VOCAB, labels=labels)
+        assert report.ok and report.statistics[0]["labels"] == labels, report.summary()
+    padded = {**megatron, "tokens": megatron["tokens"].clone(), "loss_mask": torch.ones(8, 512)}
+    padded["tokens"][:, 400:] = EOD
+    padded["labels"] = torch.cat([padded["tokens"][:, 1:], torch.full((8, 1), EOD)], dim=1)
+    assert _first(audit([padded], vocab_size=VOCAB, pad_id=EOD, eod_id=EOD), "padding-in-loss").step == 0
+    padded["loss_mask"][:, 399:] = 0  # Megatron's own masking of the padding
+    assert audit([padded], vocab_size=VOCAB, pad_id=EOD, eod_id=EOD).ok
+    with pytest.raises(UserError, match="other than 0 and 1"):
+        audit([{**as_float, "attention_mask": torch.full((8, 512), 0.5)}], vocab_size=VOCAB)
+
+
+def test_an_audited_torch_dataloader_keeps_the_auditor_state(real):
+    from helpers.audit import Audited, Auditor
+
+    loader = torch.utils.data.DataLoader(_rows_of(real[:2]), batch_size=8)
+    audited = Audited(loader, Auditor(vocab_size=VOCAB))
+    assert len(list(audited)) == 2
+    assert audited.state_dict()["audit"]["step"] == 2
+
+
+def test_the_command_line_reads_saved_batch_encodings_and_says_what_it_refuses(real, tmp_path):
+    from transformers import BatchEncoding
+
+    torch.save([BatchEncoding({"input_ids": b["input_ids"], "labels": b["input_ids"]}) for b in real[:3]],
+               tmp_path / "collated.pt")
+    run = lambda *args: subprocess.run([sys.executable, "-m", "helpers.audit", *map(str, args), "--vocab-size",  # noqa
+                                        str(VOCAB)], capture_output=True, text=True)
+    ok = run(tmp_path / "collated.pt", "--labels", "same")
+    assert ok.returncode == 0 and "no finding" in ok.stdout, ok.stderr
+    torch.save([{"input_ids": real[0]["input_ids"], "when": np.datetime64("2024-01-01")}], tmp_path / "odd.pt")
+    refused = run(tmp_path / "odd.pt")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "\x1b" not in refused.stderr
+    assert "odd.pt" in refused.stderr and "fix: " in refused.stderr

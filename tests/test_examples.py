@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 
-from helpers.audit.planting import BUGS, PLANTED_AT
+from helpers.audit.planting import BUGS, PLANTED_AT, REPLAYED, REPLAYS, replay_named_at
 from helpers.audit.statistics import WRAP_TOKENS
 from helpers.loading.loader import make_dataloader
 from helpers.preprocess import preprocess
@@ -148,12 +148,14 @@ def findings(run) -> set[tuple[str, int, int]]:
     return {(code, int(rank), int(step)) for code, rank, step in FINDING.findall(run.stderr)}
 
 
-def due_step(bug: str, tokens_per_step: int) -> int:
+def due_step(bug: str, tokens_per_step: int, rows: int, ranks: int) -> int:
     """The first step at which the planted bug can be seen."""
     if bug in ("rank-not-set", "double-shift", "no-shift", "past-vocab"):
         return 0
     if bug == "uint16-wrap":  # named once a rank's stream has held WRAP_TOKENS ids and none of the top half
         return math.ceil(WRAP_TOKENS / tokens_per_step) - 1
+    if bug in REPLAYS:  # once the replayed run is longer than a reshuffle makes by chance
+        return replay_named_at(PLANTED_AT, rows, ranks, REPLAYED * rows if bug == "resume-replays" else None)
     return PLANTED_AT
 
 
@@ -164,7 +166,8 @@ def test_every_planted_bug_is_named_in_every_framework(framework, bug, prefix, l
     step it first shows, and the run stops there (exit 2, or torchrun's failure on 2 processes)."""
     name, processes, flags = AUDITED[framework]
     data = large_vocab_prefix if bug in ("past-vocab", "uint16-wrap") else prefix
-    steps, seq = (10, 128) if bug == "uint16-wrap" else (6, SEQ)
+    # the audit sees a random row among real ones in rows of 128 tokens or more; uint16 once 16,384 ids came
+    steps, seq = {"uint16-wrap": (10, 512), "random-fallback": (6, 128), "partly-random": (6, 128)}.get(bug, (6, SEQ))
     run = run_framework(name, ["--audit", "--plant-bug", bug, "--data-path", data, "--steps", str(steps),
                                "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", str(seq), *SHAPE, *flags],
                         processes)
@@ -174,7 +177,7 @@ def test_every_planted_bug_is_named_in_every_framework(framework, bug, prefix, l
         assert run.returncode == 2 and run.stderr_line.startswith("error: rank-not-set needs two processes")
         return
     assert f"PLANTED BUG, asked for by name: {bug}" in run.stderr
-    due = due_step(bug, GLOBAL_BATCH // processes * seq)
+    due = due_step(bug, GLOBAL_BATCH // processes * seq, GLOBAL_BATCH // processes, processes)
     found = findings(run)
     assert found and {(code, step) for code, _, step in found} == {(BUGS[bug][0], due)}, run.stderr[-3000:]
     assert "terminate called" not in run.stderr, run.stderr[-3000:]  # every rank left by its own exit

@@ -1,9 +1,17 @@
-"""What a training loop hands its model, read into plain arrays: a dict with `input_ids` (and optional
-`labels`, `attention_mask`), a tuple or list `(x, y)`, or a bare 2-D array of ids; torch tensors or numpy
-arrays. Anything else is one `UserError` line naming what was found and what is expected."""
+"""What a training loop hands its model, read into plain arrays; torch tensors or numpy arrays in any of:
+
+- a mapping (a dict, Hugging Face's `BatchEncoding`) with `input_ids` and optionally `labels`,
+  `attention_mask` (0/1 integers, booleans or floats) and `loss_mask`;
+- megatron-core's batch: `tokens`, `labels`, `loss_mask` (its 4-D `attention_mask` says nothing of padding and
+  is not read; padding is out of the loss where `loss_mask` is 0);
+- a tuple or list `(x, y)` or `(x, y, loss_mask)`, or a bare 2-D array of ids.
+
+A label where the loss mask is 0 is out of the loss, as `ignore_index` is. Anything else is one `UserError`
+line naming what was found and what is expected."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,8 +44,10 @@ def _array(value, name: str, step: int) -> np.ndarray:
     if array.dtype == object:
         raise UserError(f"step {step}: {name} has rows of different lengths (ragged); fix: pad or pack the rows "
                         "to one length, one 2-D array [batch, sequence]")
-    if array.dtype.kind == "b" and name == "attention_mask":
-        return array.astype(np.int64)
+    if name in MASKS and array.dtype.kind in "bf":
+        if array.dtype.kind == "f" and not np.isin(array, (0.0, 1.0)).all():
+            raise UserError(f"step {step}: {name} holds values other than 0 and 1; fix: a mask of 0 (left out) and 1")
+        array = array.astype(np.int64)
     if array.dtype.kind not in "iu":
         raise UserError(f"step {step}: {name} holds {array.dtype} values, not integer token ids (float32 loses ids "
                         "above 2**24); fix: keep ids as int64")
@@ -49,31 +59,45 @@ def _array(value, name: str, step: int) -> np.ndarray:
     return array
 
 
-def read_batch(batch, step: int) -> Batch:
-    """The parts of one batch the audit looks at (see the module docstring)."""
-    if isinstance(batch, dict):
-        if "input_ids" not in batch:
+MASKS = ("attention_mask", "loss_mask")
+
+
+def _parts(batch, step: int) -> tuple:
+    """(ids, labels, attention mask, loss mask) as handed over, each None where absent."""
+    if isinstance(batch, Mapping):
+        key = "input_ids" if "input_ids" in batch else "tokens" if "tokens" in batch else None
+        if key is None:
             raise UserError(f"step {step}: a batch without input_ids (keys: {', '.join(map(str, batch)) or 'none'}); "
-                            "fix: a dict with input_ids, and optionally labels and attention_mask")
-        ids, labels, mask = batch["input_ids"], batch.get("labels"), batch.get("attention_mask")
-    elif isinstance(batch, (tuple, list)) and len(batch) == 2 and all(hasattr(part, "shape") for part in batch):
-        (ids, labels), mask = batch, None
-    elif hasattr(batch, "shape") or isinstance(batch, (list, tuple)):
-        ids, labels, mask = batch, None, None
-    else:
-        raise UserError(f"step {step}: a batch of type {type(batch).__name__}; fix: a dict with input_ids, an "
-                        "(x, y) pair, or a 2-D array of ids")
+                            "fix: a dict with input_ids (or megatron-core's tokens), and optionally labels, "
+                            "attention_mask and loss_mask")
+        mask = batch.get("attention_mask")
+        if mask is not None and len(getattr(mask, "shape", ())) == 4:  # megatron-core's [b, 1, s, s] causal mask
+            mask = None
+        return batch[key], batch.get("labels"), mask, batch.get("loss_mask")
+    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3) and all(hasattr(part, "shape") for part in batch):
+        return batch[0], batch[1], None, batch[2] if len(batch) == 3 else None
+    if hasattr(batch, "shape") or isinstance(batch, (list, tuple)):
+        return batch, None, None, None
+    raise UserError(f"step {step}: a batch of type {type(batch).__name__}; fix: a dict with input_ids, an (x, y) "
+                    "pair, or a 2-D array of ids")
+
+
+def read_batch(batch, step: int, ignore_index: int = -100) -> Batch:
+    """The parts of one batch the audit looks at (see the module docstring)."""
+    ids, labels, mask, loss_mask = _parts(batch, step)
     stored = str(getattr(ids, "dtype", "")).replace("torch.", "")
     input_ids = _array(ids, "input_ids", step)
     if input_ids.size == 0:
         raise UserError(f"step {step}: input_ids is empty (shape {tuple(input_ids.shape)}); fix: check the reader "
                         "returns tokens")
-    parts = {"labels": labels, "attention_mask": mask}
+    parts = {"labels": labels, "attention_mask": mask, "loss_mask": loss_mask}
     arrays = {name: None if value is None else _array(value, name, step) for name, value in parts.items()}
     for name, array in arrays.items():
         if array is not None and array.shape != input_ids.shape:
             raise UserError(f"step {step}: {name} has shape {tuple(array.shape)}, input_ids "
                             f"{tuple(input_ids.shape)}; fix: give both the same shape")
-    return Batch(input_ids=input_ids.astype(np.int64, copy=False),
-                 labels=None if arrays["labels"] is None else arrays["labels"].astype(np.int64, copy=False),
+    labels = None if arrays["labels"] is None else arrays["labels"].astype(np.int64, copy=False)
+    if labels is not None and arrays["loss_mask"] is not None:
+        labels = np.where(arrays["loss_mask"] == 0, ignore_index, labels)
+    return Batch(input_ids=input_ids.astype(np.int64, copy=False), labels=labels,
                  attention_mask=arrays["attention_mask"], stored_dtype=stored)

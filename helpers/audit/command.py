@@ -3,14 +3,16 @@
     python -m helpers.audit batches.pt --vocab-size 128256 --labels shifted
     python -m helpers.audit rank0.pt rank1.pt --vocab-size 32000 --ranks
 
-Each file is `torch.save`d batches (a list of them, or one batch: dicts with `input_ids`, `(x, y)` pairs or
-2-D id tensors) or a `.npy` of ids (`[steps, rows, length]`, or one `[rows, length]` batch). The files are
+Each file is `torch.save`d batches (a list of them, or one batch: dicts or Hugging Face `BatchEncoding`s
+with `input_ids`, megatron-core's dicts with `tokens`, `(x, y)` pairs or 2-D id tensors) or a `.npy` of ids
+(`[steps, rows, length]`, or one `[rows, length]` batch). The files are
 one stream, read in the order given, or with `--ranks` one stream per rank. Prints the report's table;
 exits 1 when there is a finding, 2 for a file it cannot read or a batch it cannot audit.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -29,15 +31,39 @@ def read_batches(path: Path) -> list:
         if path.suffix == ".npy":
             array = np.load(path, allow_pickle=False)
             return list(array) if array.ndim == 3 else [array]
-        import torch
-
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        saved = _torch_load(path)
     except Exception as error:  # noqa: BLE001 - any unreadable file is the user's, said in one line
-        detail = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
-        raise UserError(f"{path}: cannot be read as saved batches ({type(error).__name__}: {detail}); fix: save a "
-                        "list of batches "
-                        "with torch.save, or ids with numpy.save") from None
+        raise UserError(f"{path}: cannot be read as saved batches ({_reason(error)}); fix: save a list of batches "
+                        "(dicts of tensors) with torch.save, or ids with numpy.save") from None
     return saved if isinstance(saved, list) else [saved]
+
+
+def _torch_load(path: Path):
+    """torch.load with weights only (no code runs from the file), Hugging Face's BatchEncoding allowed: it is
+    what every collator returns, a dict of tensors underneath."""
+    import torch
+
+    allowed = []
+    try:
+        from transformers import BatchEncoding
+        allowed.append(BatchEncoding)
+    except ImportError:
+        pass
+    with torch.serialization.safe_globals(allowed):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _reason(error: Exception) -> str:
+    """Why a file could not be loaded, in a few words: the class torch refused, else the error's first line,
+    without terminal escapes and cut at a word."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
+    refused = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if refused:
+        return f"it holds a {refused.group(1)}, which a weights-only load refuses; save dict(batch) instead"
+    line = text.splitlines()[0] if text else ""
+    if len(line) > 120:
+        line = line[:120].rsplit(" ", 1)[0] + " ..."
+    return f"{type(error).__name__}: {line}" if line else type(error).__name__
 
 
 def _stream(paths: list[Path]) -> Iterator:

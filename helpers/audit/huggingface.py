@@ -20,16 +20,19 @@ from transformers import TrainerCallback
 
 from ..common.files import write_text_atomically
 from .live import Auditor
+from .stream import REMEMBER
 
 STATE_FILE = "audit_state.json"
 
 
 class AuditCallback(TrainerCallback):
-    """Audit every training batch the model sees; `on_finding` "raise" (the default) or "warn"."""
+    """Audit every training batch the model sees; `on_finding` "raise" (the default) or "warn"; `remember`: the
+    sample digests kept to find replays by (see `Auditor`)."""
 
     def __init__(self, vocab_size: int | None = None, pad_id: int | None = None, eod_id: int | None = None,
-                 on_finding: str = "raise"):
+                 on_finding: str = "raise", remember: int = REMEMBER):
         self.vocab_size, self.pad_id, self.eod_id, self.on_finding = vocab_size, pad_id, eod_id, on_finding
+        self.remember = remember
         self.auditor: Auditor | None = None
         self.saved_state: dict | None = None
         self.handle = None
@@ -43,7 +46,8 @@ class AuditCallback(TrainerCallback):
         batch = {key: value for key, value in batch.items() if value is not None}
         if self.auditor is None:
             self.auditor = Auditor(vocab_size=self.vocab_size, labels="shifted" if shifted else "same",
-                                   pad_id=self.pad_id, eod_id=self.eod_id, on_finding=self.on_finding)
+                                   pad_id=self.pad_id, eod_id=self.eod_id, on_finding=self.on_finding,
+                                   remember=self.remember)
             if self.saved_state is not None:
                 self.auditor.load_state_dict(self.saved_state)
         self.auditor.step(batch)

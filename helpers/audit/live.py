@@ -20,7 +20,8 @@ import warnings
 
 from ..common.errors import UserError
 from .report import Finding, Report
-from .stream import RANK_SLOTS, AuditSettings, Seen, StreamAudit, batch_digests, read_batch
+from .sightings import Sightings, sighting
+from .stream import REMEMBER, AuditSettings, Seen, StreamAudit, batch_digests, read_batch
 
 
 class DataBugError(UserError):
@@ -44,65 +45,83 @@ def _distributed():
 
 
 class Auditor:
-    """One rank's live audit; `on_finding` "raise" (the default) or "warn" (each code once)."""
+    """One rank's live audit; `on_finding` "raise" (the default) or "warn" (each code once).
+
+    `remember`: how many sample digests (all ranks' together) are kept to find replays by, and as many batch
+    digests; the newest are kept, the oldest forgotten. Its memory stays bounded over a run of any length:
+    16 bytes a digest, plus about 100 for the newest sixteenth, so under 100 MB at the default of 2,097,152,
+    whatever the number of steps (`benchmarks/audit_memory.py`: 89 MB over a million steps of 8 x 1,024). What the bound costs: a replay of samples first seen more than `remember`
+    samples ago (counting every rank's) is not named, so a sampler whose epoch never advances goes unnamed
+    when an epoch holds more samples than that (a million steps of 8 rows on one rank hold 8 million).
+    Raise it for such runs, at 16 bytes a sample."""
 
     def __init__(self, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
-                 ignore_index: int = -100, eod_id: int | None = None, on_finding: str = "raise"):
+                 ignore_index: int = -100, eod_id: int | None = None, on_finding: str = "raise",
+                 remember: int = REMEMBER):
         if on_finding not in ("raise", "warn"):
             raise ValueError(f"on_finding={on_finding!r}: expected 'raise' or 'warn'")
         self.settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                                      eod_id=eod_id)
+                                      eod_id=eod_id, remember=remember)
+        self.settings.check()
         dist = _distributed()
         self.rank = dist.get_rank() if dist else 0
         self.stream = StreamAudit(self.settings, self.rank)
         self.on_finding = on_finding
-        self.report = Report()
+        self._report = Report()
 
     def step(self, batch) -> list[Finding]:
         """Audit the batch about to be trained on; every rank calls it at every step (it gathers)."""
-        read = read_batch(batch, self.stream.step)
+        read = read_batch(batch, self.stream.step, self.settings.ignore_index)
         digests = batch_digests(read.input_ids)
         dist = _distributed()
         if dist is not None:
             self._share(digests, dist)
         found = self.stream.examine(read, digests)
-        new = [finding for finding in found if self.report.add(finding)]
+        new = [finding for finding in found if self._report.add(finding)]
         if found and self.on_finding == "raise":
             raise DataBugError(found[0])
         for finding in new:
             warnings.warn(finding.line(), stacklevel=2)
         return found
 
+    @property
+    def report(self) -> Report:
+        """The findings so far, each code once (`steps_with` counts the rest), with the statistics of this
+        rank's stream."""
+        self._report.statistics = {self.rank: self.stream.statistics()}
+        return self._report
+
     def _share(self, digests: tuple[int, list[int]], dist) -> None:
         """Every rank's batch and sample digests of this step, entered as seen on their ranks at this step."""
         everyone: list = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, digests)
-        seen, step = self.stream.seen, self.stream.step
-        for rank, (whole, rows) in enumerate(everyone):
-            if rank == self.rank:
-                continue
-            seen.batches.setdefault(whole, step * RANK_SLOTS + rank)
-            for row in rows:
-                seen.samples.setdefault(row, step * RANK_SLOTS + rank)
+        for rank, theirs in enumerate(everyone):
+            if rank != self.rank:
+                self.stream.seen.enter(theirs, self.stream.step, rank)
 
     def state_dict(self, unused: int = 0) -> dict:
         """What a checkpoint keeps: the digests seen and where the stream stands. `unused`: the last batches
         audited but not trained on (staged ahead for a GPU) are left out, so that a run resumed from this
         state takes them again without a finding."""
         stream = self.stream
-        until = (stream.step - unused) * RANK_SLOTS
-
-        def before(sightings: dict) -> dict:
-            return {digest: where for digest, where in sightings.items() if where < until}
-
-        return {"version": 1, "step": stream.step - unused, "tokens": stream.tokens, "high_ids": stream.high_ids,
-                "batches": before(stream.seen.batches), "samples": before(stream.seen.samples)}
+        until = sighting(stream.step - unused, 0, 0)
+        last = stream.last_sighting if not unused else None
+        return {"version": 2, "step": stream.step - unused, "tokens": stream.tokens, "high_ids": stream.high_ids,
+                "last_sighting": last, "chain": stream.chain if not unused else 0, "looked_at": stream.looked_at,
+                "batches": stream.seen.batches.state(until), "samples": stream.seen.samples.state(until)}
 
     def load_state_dict(self, state: dict) -> None:
-        stream = self.stream
+        stream, remember = self.stream, self.settings.remember
         stream.step, stream.tokens, stream.high_ids = state["step"], state["tokens"], state["high_ids"]
-        stream.seen = Seen({int(k): v for k, v in state["batches"].items()},
-                           {int(k): v for k, v in state["samples"].items()})
+        stream.last_sighting, stream.chain = state.get("last_sighting"), state.get("chain", 0)
+        stream.looked_at = state.get("looked_at", 0)
+        stream.seen = Seen(remember)
+        if state.get("version", 1) == 1:  # {digest: step * 2**20 + rank}
+            def older(sightings: dict) -> dict:
+                return {k: sighting(v >> 20, 0, v & 0xFFFFF, last=True) for k, v in sightings.items()}
+            state = {**state, "batches": older(state["batches"]), "samples": older(state["samples"])}
+        stream.seen.batches = Sightings.from_state(remember, state["batches"])
+        stream.seen.samples = Sightings.from_state(remember, state["samples"])
 
 
 class Audited:
@@ -122,11 +141,15 @@ class Audited:
         return len(self.batches)
 
     def state_dict(self, unused: int = 0) -> dict:
-        """The loader's state with the auditor's beside it (under "audit"), for a checkpoint."""
-        return {**self.batches.state_dict(unused=unused), "audit": self.auditor.state_dict(unused=unused)}
+        """The loader's state with the auditor's beside it (under "audit"), for a checkpoint; the auditor's
+        alone for a loader that keeps no state (a torch DataLoader)."""
+        own = getattr(self.batches, "state_dict", None)
+        loader = {} if own is None else own(unused=unused) if unused else own()
+        return {**loader, "audit": self.auditor.state_dict(unused=unused)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.batches.load_state_dict(state)
+        if hasattr(self.batches, "load_state_dict"):
+            self.batches.load_state_dict({key: value for key, value in state.items() if key != "audit"})
         if "audit" in state:
             self.auditor.load_state_dict(state["audit"])
 

@@ -16,6 +16,7 @@ from collections import deque
 import torch
 
 from ..common.errors import UserError
+from .statistics import SHORTEST_ROW, replay_run_needed
 
 BUGS = {  # name -> (the finding's code, what the script does)
     "random-fallback": ("random-tokens", "the data path is wrong and the script falls back to torch.randint"),
@@ -38,6 +39,23 @@ UINT16_IDS = 65_536  # uint16-wrap: what a uint16 array holds
 PAD_ID = 0
 PLANTED_AT = 3  # the step a bug of the stream starts at
 REPLAYED = 2  # resume-replays: batches taken again
+
+
+REPLAYS = {"stream-loops", "epoch-not-advanced", "resume-replays"}
+
+
+def replay_named_at(at: int, rows: int, ranks: int = 1, replayed: int | None = None) -> int | None:
+    """The step at which a replay planted from step `at` is named, in batches of `rows` samples on each of
+    `ranks` ranks: the first step whose run of replayed samples (the batch, growing each step, up to the
+    `replayed` samples taken again in order: all `at` batches by default) is as long as
+    `statistics.replay_run_needed` asks for the `at` steps of distinct samples seen before it. None when the
+    run never gets that long (a loop over fewer samples than a shuffle of them puts in order by chance)."""
+    longest = at * rows if replayed is None else replayed
+    for step in range(at, at + longest // rows + 1):
+        run = min(rows * (step - at + 1), longest)
+        if run >= replay_run_needed(at * rows * ranks, (step + 1) * rows):
+            return step
+    return None
 
 
 def copied(batch: dict) -> dict:
@@ -109,6 +127,9 @@ class Planter:
 
     def __call__(self, batch: dict) -> dict:
         step, bug = self.step, self.bug
+        if bug == "partly-random" and batch["input_ids"].shape[-1] < SHORTEST_ROW:
+            raise UserError(f"partly-random: one random row among real ones shows in rows of {SHORTEST_ROW} tokens "
+                            f"or more, not {batch['input_ids'].shape[-1]}; fix: --seq-length {SHORTEST_ROW} or more")
         self.step += 1
         if bug == "double-shift":
             return shifted_twice(batch)

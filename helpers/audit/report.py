@@ -51,10 +51,18 @@ class Report:
             lines.append(f"{rank:>4}  {stats['steps']:>5}  {stats['rows']:>4}  {stats['tokens']:>6,}  "
                          f"{stats['length']:>6}  {stats['labels'] or '-':>6}  "
                          f"{stats['entropy']:.2f}/{stats['ln_vocab']:.2f}  "
-                         f"{stats['fewest_pairs']:>10.0f} ({stats['uniform_pairs']:.2f})  {stats['max_id']:>6}")
+                         f"{_pairs(stats)}  {stats['max_id']:>6}")
         if self.ok:
             lines.append("no finding")
         for finding in self.findings:
             seen = self.steps_with[(finding.code, finding.rank)]
             lines.append(finding.line() + (f" [seen at {seen} steps]" if seen > 1 else ""))
         return "\n".join(lines)
+
+
+def _pairs(stats: dict) -> str:
+    """The fewest equal pairs a row's window had, with a uniform draw's mean; '-' where no row was long enough
+    for a window of its own (rows under 128 tokens are tested pooled)."""
+    if stats["fewest_pairs"] == float("inf"):
+        return f"{'-':>10} {'':6}"
+    return f"{stats['fewest_pairs']:>10.0f} ({stats['uniform_pairs']:.2f})"

@@ -2,21 +2,24 @@
 (a 64-bit xxh3 of each sample and of the batch, never the batch), findings gathered in a `Report`.
 
 What each finding measures, and its threshold:
-- `random-tokens`: 128-token windows whose equal pairs are as few as a uniform draw's
-  (`helpers.audit.statistics`, margins measured there);
+- `random-tokens`: windows of a row, or the batch's ids pooled, whose equal pairs are as few as a uniform
+  draw's (`helpers.audit.statistics`, margins in `benchmarks/audit_margins.py`);
 - `id-out-of-range`: any input id outside [0, vocab_size), or label other than ignore_index;
-- `id-wraparound`: a vocabulary above 65,536 whose ids come as uint16, or 4,096 tokens with no id from
+- `id-wraparound`: a vocabulary above 65,536 whose ids come as uint16, or 16,384 tokens with no id from
   65,536 up (`helpers.audit.statistics`);
-- `constant-batch`: a batch of one id throughout, or a row of zeros;
+- `constant-batch`: a batch of 64 ids or more of one id throughout, or a row of zeros;
 - `labels-misaligned`: the share of label positions equal to the ids at the same place, one on, two on;
   the layout the model expects must match at 99% or more of them (a right layout matches at 100%; the
   wrong one, on real text, at the share of tokens equal to their neighbour: 0 to 22% here);
 - `padding-in-loss`: a label other than ignore_index where the attention mask is 0 (or the input is the pad
-  id; a trailing run of two or more where the pad id is also the end-of-document id);
-- `repeated-batch`, `repeated-samples`: a batch, or half or more of a batch's samples, already seen at an
-  earlier step (a single repeated sample, as exact duplicates in a corpus make, is no finding; with one
-  sample a batch, two repeated steps in a row are);
-- `same-batch-across-ranks`: samples of this step seen on another rank at the same step.
+  id; where the pad id may end a document, only the run of it that ends or starts a row, less the first);
+- `repeated-batch`, `repeated-samples`: a replay, that is half or more of a batch's samples already seen
+  *in the order they were seen*, each the sample that came right after the one before it, in a run longer
+  than a new epoch's shuffle makes by chance (`statistics.replay_run_needed`: 3 to 16 samples, fewer the
+  more samples the stream holds). A new epoch holds the same samples in a new order, and exact duplicates
+  in a corpus come back one at a time: neither is a finding;
+- `same-batch-across-ranks`: half or more of this step's samples seen on another rank at the same step (with
+  one sample a batch, two steps in a row); a document that a corpus holds twice landing on two ranks is not.
 """
 
 from __future__ import annotations
@@ -31,12 +34,19 @@ import xxhash
 from ..common.errors import UserError
 from .batches import Batch, read_batch
 from .report import Finding, Report
-from .statistics import (MATCHES, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches, padding_positions,
-                         uniform_windows, unigram_entropy)
+from .sightings import Sightings, follows, sighting, where
+from .statistics import (MATCHES, POOLED, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches, padding_positions,
+                         pooled_pairs, replay_run_needed, uniform_bound, uniform_windows, unigram_entropy)
 
 LABELS = ("same", "shifted", None)
 LAYOUT_WORDS = {"same": "equal to input_ids", "shifted": "one token ahead", "shifted twice": "two tokens ahead"}
-RANK_SLOTS = 1 << 20  # a sample's first sighting kept as one int: step * RANK_SLOTS + rank
+REMEMBER = 1 << 21  # sample digests kept by default: 32 MiB in frozen blocks, plus the newest in a dict
+FEWEST_VALUES = 16  # the pooled test asks for ids spanning at least this many values
+CONSTANT_TOKENS = 64  # a batch of one id throughout is a finding from this many ids
+REPLAY_CAUSES = ("the stream loops, an epoch counter never advances (sampler.set_epoch), a resumed run replays "
+                 "what it trained on, or the data holds the same documents twice in a row")
+REPLAY_FIX = ("fix: advance the epoch each epoch and resume from the loader's saved state; drop duplicate "
+              "documents with python -m helpers.clean --exact")
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class AuditSettings:
     pad_id: int | None = None
     ignore_index: int = -100
     eod_id: int | None = None
+    remember: int = REMEMBER
 
     def check(self) -> None:
         if not isinstance(self.vocab_size, int) or self.vocab_size < 2:
@@ -54,6 +65,9 @@ class AuditSettings:
         if self.labels not in LABELS:
             raise UserError(f"labels={self.labels!r}: no such layout; fix: pass 'same' (the model shifts, as Hugging "
                             "Face models do), 'shifted' (y[t] = x[t+1], as nanoGPT and Megatron) or None")
+        if not isinstance(self.remember, int) or self.remember < 1024:
+            raise UserError(f"remember={self.remember!r}: too few digests to find a replay by; fix: keep 1,024 or "
+                            f"more (the default, {REMEMBER:,}, holds them in under 100 MB)")
 
 
 def digest(array: np.ndarray) -> int:
@@ -66,17 +80,41 @@ def batch_digests(ids: np.ndarray) -> tuple[int, list[int]]:
 
 
 class Seen:
-    """Digests of batches and samples already seen, on any rank: what a replay or a shared batch is found by.
-    Its state is two dicts of ints, to save with a checkpoint (`Auditor.state_dict`)."""
+    """Where batches and samples were first seen, on any rank, for the newest `remember` samples (and as many
+    batches): what a replay or a shared batch is found by; its state goes into a checkpoint."""
 
-    def __init__(self, batches: dict | None = None, samples: dict | None = None):
-        self.batches: dict[int, int] = batches or {}
-        self.samples: dict[int, int] = samples or {}
+    def __init__(self, remember: int = REMEMBER):
+        self.batches = Sightings(remember)
+        self.samples = Sightings(remember)
 
-    @staticmethod
-    def where(value: int) -> tuple[int, int]:
-        """(step, rank) of a sighting."""
-        return value // RANK_SLOTS, value % RANK_SLOTS
+    def enter(self, digests: tuple[int, list[int]], step: int, rank: int) -> None:
+        whole, rows = digests
+        self.batches.add(whole, sighting(step, 0, rank))
+        self.samples.add_many(rows, [sighting(step, row, rank, row == len(rows) - 1) for row in range(len(rows))])
+
+
+@dataclass
+class Run:
+    """Samples seen before that come back one after another in the order they came then."""
+
+    length: int = 0  # samples in the run, the previous batches' included
+    here: int = 0  # of them, rows of this batch
+    start: int | None = None  # the earlier sighting of the run's first row in this batch
+
+
+def _longest_run(earlier: list[int | None], last: int | None, carried: int) -> tuple[Run, int]:
+    """(this batch's longest run, the run it ends with): each row's earlier sighting against the one before it
+    (`last` and `carried`: the previous batch's last row and the run that ended there)."""
+    run, longest, previous = Run(carried), Run(), last
+    for value in earlier:
+        if value is not None and follows(previous, value):
+            run = Run(run.length + 1, run.here + 1, run.start if run.here else value)
+        else:
+            run = Run(1, 1, value) if value is not None else Run()
+        if run.length > longest.length:
+            longest = run
+        previous = value
+    return longest, run.length
 
 
 class StreamAudit:
@@ -84,7 +122,8 @@ class StreamAudit:
 
     def __init__(self, settings: AuditSettings, rank: int = 0, seen: Seen | None = None):
         settings.check()
-        self.settings, self.rank, self.seen = settings, rank, seen if seen is not None else Seen()
+        self.settings, self.rank = settings, rank
+        self.seen = seen if seen is not None else Seen(settings.remember)
         self.step = 0
         self.tokens = 0
         self.high_ids = 0  # ids >= 65,536 seen (for a vocabulary above that)
@@ -93,7 +132,12 @@ class StreamAudit:
         self.fewest_pairs, self.uniform_pairs = math.inf, 0.0
         self.labels_seen: str | None = None
         self.rows = self.length = 0
-        self.last_repeated = False
+        self.pooling: list[np.ndarray] = []  # the newest steps' ids, as few as hold POOLED tokens
+        self.last_sighting: int | None = None  # the earlier sighting of the previous batch's last row
+        self.chain = 0  # samples in the in-order replay that ended the previous batch
+        self.looked_at = 0  # samples this stream has looked at
+        self.last_constant: int | None = None  # the id of the previous batch, where it was one id throughout
+        self.last_alongside = False
 
     def statistics(self) -> dict:
         return {"steps": self.step, "rows": self.rows, "tokens": self.tokens, "length": self.length,
@@ -103,7 +147,7 @@ class StreamAudit:
 
     def look(self, raw) -> list[Finding]:
         """Every check on the stream's next batch, as handed over (see `helpers.audit.batches`)."""
-        batch = read_batch(raw, self.step)
+        batch = read_batch(raw, self.step, self.settings.ignore_index)
         return self.examine(batch, batch_digests(batch.input_ids))
 
     def examine(self, batch: Batch, digests: tuple[int, list[int]]) -> list[Finding]:
@@ -113,14 +157,15 @@ class StreamAudit:
         def finding(code: str, message: str) -> None:
             found.append(Finding(code, self.step, self.rank, message))
 
-        constant = self._ids(batch, finding)
-        if not self._random(batch, finding) and not constant:  # random or constant inputs match no label
+        random = self._random(batch, finding)
+        constant = self._ids(batch, finding, random)
+        if not random and not constant:  # random or constant inputs match no label
             self._labels(batch, finding)  # layout: one finding says it
         self._repeats(batch, digests, finding)
         self.step += 1
         return found
 
-    def _ids(self, batch: Batch, finding) -> bool:
+    def _ids(self, batch: Batch, finding, random: bool) -> bool:
         """The ids' range, wrap-around and constancy; True for a batch of one id throughout."""
         s, ids = self.settings, batch.input_ids
         self.rows, self.length = ids.shape
@@ -137,40 +182,82 @@ class StreamAudit:
         if batch.labels is not None:
             labels = batch.labels[batch.labels != s.ignore_index]
             if labels.size and (labels.min() < 0 or labels.max() >= s.vocab_size):
-                finding("id-out-of-range", f"labels hold ids outside [0, {s.vocab_size:,}) (largest {int(labels.max()):,}, "
-                        f"smallest {int(labels.min()):,}) other than ignore_index {s.ignore_index}; fix: mask with "
-                        f"{s.ignore_index}, not another value")
-        constant = bool((ids == ids.flat[0]).all())
+                finding("id-out-of-range", f"labels hold ids outside [0, {s.vocab_size:,}) (largest "
+                        f"{int(labels.max()):,}, smallest {int(labels.min()):,}) other than ignore_index "
+                        f"{s.ignore_index}; fix: mask with {s.ignore_index}, not another value")
+        one_id = int(ids.flat[0]) if bool((ids == ids.flat[0]).all()) else None
+        # one row of one id can be a ruler in real text; two such steps in a row, or several rows, are a finding
+        constant = one_id is not None and ids.size >= CONSTANT_TOKENS and (ids.shape[0] > 1 or
+                                                                           self.last_constant == one_id)
+        self.last_constant = one_id
         if constant:
             finding("constant-batch", f"every one of the batch's {ids.size:,} ids is {int(ids.flat[0])}: a failed read "
                     "or an empty buffer; fix: check the reader returns data (a missing file must be an error)")
         elif (zero_rows := int((~ids.any(axis=1)).sum())) and ids.shape[1] >= 8:
             finding("constant-batch", f"{zero_rows} of {ids.shape[0]} rows are all id 0 (a zero-filled buffer); fix: "
                     "check the reader returns data for every sample")
-        if s.vocab_size > WRAP_LIMIT:
-            self.high_ids += int((ids >= WRAP_LIMIT).sum())
-            if batch.stored_dtype == "uint16":
-                finding("id-wraparound", f"ids handed over as uint16 for a vocabulary of {s.vocab_size:,}: every id "
-                        "from 65,536 up has lost its top bits; fix: store them as int32 (Megatron's choice above "
-                        "65,500 ids) or int64")
-            elif not self.high_ids and self.tokens >= WRAP_TOKENS and self.tokens - ids.size < WRAP_TOKENS:
-                finding("id-wraparound", f"no id >= 65,536 in the first {self.tokens:,} tokens of a {s.vocab_size:,}-id "
-                        "vocabulary (real text uses them for about 2% of its tokens here): ids wrapped by a uint16 "
-                        "array; fix: store them as int32 or int64")
+        if s.vocab_size > WRAP_LIMIT and not random:  # random ids say nothing of how they were stored
+            self._wrapped(batch, finding)
         return constant
 
+    def _wrapped(self, batch: Batch, finding) -> None:
+        ids, before = batch.input_ids, self.high_ids
+        self.high_ids += int((ids >= WRAP_LIMIT).sum())
+        checked = self.tokens - ids.size  # tokens counted before this batch
+        if batch.stored_dtype == "uint16":
+            finding("id-wraparound", f"ids handed over as uint16 for a vocabulary of {self.settings.vocab_size:,}: "
+                    "every id from 65,536 up has lost its top bits; fix: store them as int32 (Megatron's choice above "
+                    "65,500 ids) or int64")
+        elif not self.high_ids and self.tokens >= WRAP_TOKENS and checked < WRAP_TOKENS and not before:
+            finding("id-wraparound", f"no id >= 65,536 in the first {self.tokens:,} tokens of a "
+                    f"{self.settings.vocab_size:,}-id vocabulary (real text uses them for about 2% of its tokens): "
+                    "ids wrapped by a uint16 array; fix: store them as int32 or int64")
+
     def _random(self, batch: Batch, finding) -> bool:
+        """The per-row windows and the pooled ids against a uniform draw; True when either looks like one."""
         s, ids = self.settings, batch.input_ids
         windows, uniform, fewest, mean, bound = uniform_windows(ids, s.vocab_size)
-        self.fewest_pairs, self.uniform_pairs = min(self.fewest_pairs, fewest), mean
+        if windows:
+            self.fewest_pairs, self.uniform_pairs = min(self.fewest_pairs, fewest), mean
+        pooled = self._pooled(ids)
         if uniform:
-            counts = np.bincount(ids[(ids >= 0) & (ids < s.vocab_size)], minlength=s.vocab_size)
-            finding("random-tokens", f"{uniform} of {windows} windows of {min(WINDOW, ids.shape[1])} ids look uniformly "
-                    f"random (fewest equal pairs {fewest:.0f}, a uniform draw gives {mean:.2f}, real text here "
-                    f"more than {bound:.1f}); unigram entropy {unigram_entropy(counts):.2f} of ln V "
-                    f"{math.log(s.vocab_size):.2f} nats over {ids.size:,} tokens; fix: load real data, and make a "
-                    "missing file an error instead of a torch.randint fallback")
-        return bool(uniform)
+            size = min(ids.shape[1], WINDOW)
+            finding("random-tokens", f"{uniform} of {windows} windows of {size} ids look uniformly random (fewest "
+                    f"equal pairs {fewest:.0f}, a uniform draw gives {mean:.2f}, real text here more than "
+                    f"{bound:.1f}); {self._entropy(ids)}; fix: load real data, and make a missing file an error "
+                    "instead of a torch.randint fallback")
+        elif pooled:
+            finding("random-tokens", f"{pooled}; {self._entropy(ids)}; fix: load real data, and make a missing file "
+                    "an error instead of a torch.randint fallback")
+        return bool(uniform or pooled)
+
+    def _pooled(self, ids: np.ndarray) -> str:
+        """The pooled test on this batch's ids (with the newest steps' before, as few as make POOLED tokens, for
+        a smaller batch): what it saw when they look like a uniform draw over the range they span, else ''."""
+        steps = 1
+        if ids.size < POOLED:
+            self.pooling.append(ids.ravel())
+            while sum(part.size for part in self.pooling[1:]) >= POOLED:
+                self.pooling.pop(0)
+            if sum(part.size for part in self.pooling) < POOLED:
+                return ""
+            steps, ids = len(self.pooling), np.concatenate(self.pooling)
+        else:
+            self.pooling = []
+        tokens, pairs, values = pooled_pairs(ids)
+        mean, bound = uniform_bound(tokens, values)
+        if pairs > bound or values < FEWEST_VALUES:  # one id throughout is a constant batch, not a draw
+            return ""
+        low = int(ids.min())
+        over = f" over {steps} steps" if steps > 1 else ""
+        return (f"the {tokens:,} ids{over} look uniformly random over ids {low:,} to {low + values - 1:,} (equal pairs "
+                f"{pairs:,}, a uniform draw gives {mean:.1f}, real text more than {bound:.1f})")
+
+    def _entropy(self, ids: np.ndarray) -> str:
+        s = self.settings
+        counts = np.bincount(ids[(ids >= 0) & (ids < s.vocab_size)], minlength=s.vocab_size)
+        return (f"unigram entropy {unigram_entropy(counts):.2f} of ln V {math.log(s.vocab_size):.2f} nats over "
+                f"{ids.size:,} tokens")
 
     def _labels(self, batch: Batch, finding) -> None:
         s, labels = self.settings, batch.labels
@@ -203,34 +290,41 @@ class StreamAudit:
                     "where attention_mask is 0 (or the input is the pad id)")
 
     def _repeats(self, batch: Batch, digests: tuple[int, list[int]], finding) -> None:
-        ids, seen, here = batch.input_ids, self.seen, self.step * RANK_SLOTS + self.rank
-        whole, rows = digests
-        earlier = [seen.samples[d] for d in rows if d in seen.samples and seen.samples[d] // RANK_SLOTS < self.step]
-        alongside = [seen.samples[d] for d in rows if d in seen.samples and seen.samples[d] // RANK_SLOTS == self.step
-                     and seen.samples[d] % RANK_SLOTS != self.rank]
-        single = ids.shape[0] == 1
-        repeated = bool(earlier) and (len(earlier) * 2 >= len(rows)) and (not single or self.last_repeated)
-        if alongside:
-            other = Seen.where(alongside[0])[1]
-            what = "the same batch as" if seen.batches.get(whole) == self.step * RANK_SLOTS + other else \
-                f"{len(alongside)} of {len(rows)} samples of"
-            finding("same-batch-across-ranks", f"{what} rank {other} at this step: the ranks train on the same data, "
-                    "so W GPUs do the work of one; fix: give the sampler its rank and world size "
+        """A replay (this batch's samples seen before, in the order they came then) and samples shared with
+        another rank at this step; then this batch's digests entered as seen."""
+        seen, whole, rows = self.seen, *digests
+        sightings = seen.samples.get_many(rows)
+        earlier = [value if value is not None and where(value)[0] < self.step else None for value in sightings]
+        alongside = [value for value in sightings if value is not None and where(value)[0] == self.step
+                     and where(value)[2] != self.rank]
+        self.looked_at += len(rows)
+        longest, self.chain = _longest_run(earlier, self.last_sighting, self.chain)
+        needed = replay_run_needed(len(seen.samples), self.looked_at)
+        enough = longest.length >= needed and longest.here * 2 >= len(rows)
+        shared = len(alongside) * 2 >= len(rows) and (len(alongside) > 1 or self.last_alongside)
+        batch_seen = seen.batches.get(whole)
+        if shared:
+            other = where(alongside[0])[2]
+            if batch_seen == sighting(self.step, 0, other):
+                what = f"the same batch as rank {other} at this step: the ranks train on the same data, so W GPUs do " \
+                       "the work of one"
+            else:
+                what = f"{len(alongside)} of {len(rows)} samples equal to rank {other}'s at this step: the ranks " \
+                       "share their data, so part of their work is done twice"
+            finding("same-batch-across-ranks", f"{what}; fix: give the sampler its rank and world size "
                     "(DistributedSampler(dataset, num_replicas=W, rank=r), or the loader's rank=)")
-        elif whole in seen.batches and seen.batches[whole] // RANK_SLOTS < self.step and (not single or self.last_repeated):
-            step, rank = Seen.where(seen.batches[whole])
-            finding("repeated-batch", f"this batch equals the one at step {step} (rank {rank}): the stream loops, "
-                    "an epoch counter never advances (sampler.set_epoch), or a resumed run replays what it "
-                    "trained on; fix: advance the epoch each epoch, and resume from the loader's saved state")
-        elif repeated:
-            first = min(Seen.where(value)[0] for value in earlier)
-            finding("repeated-samples", f"{len(earlier)} of {len(rows)} samples were already trained on (first at "
-                    f"step {first}): the sampler replays data; fix: call sampler.set_epoch(epoch) each epoch, "
-                    "check the dataset's length and the resume position")
-        self.last_repeated = bool(earlier)
-        seen.batches.setdefault(whole, here)
-        for d in rows:
-            seen.samples.setdefault(d, here)
+        elif enough and batch_seen is not None and where(batch_seen)[0] < self.step:
+            step, _, rank = where(batch_seen)
+            finding("repeated-batch", f"this batch equals the one at step {step} (rank {rank}), its samples in the "
+                    f"same order: {REPLAY_CAUSES}; {REPLAY_FIX}")
+        elif enough:
+            finding("repeated-samples", f"{longest.here} of {len(rows)} samples come back in the order they were "
+                    f"trained on at step {where(longest.start)[0]} ({longest.length} in a row; a new epoch's shuffle of "
+                    f"{len(seen.samples):,} samples gives {needed} in a row less than once in 10,000 runs): "
+                    f"{REPLAY_CAUSES}; {REPLAY_FIX}")
+        self.last_sighting = earlier[-1]
+        self.last_alongside = bool(alongside)
+        seen.enter(digests, self.step, self.rank)
 
 
 def _streams_checked(streams: Sequence) -> None:
@@ -239,21 +333,24 @@ def _streams_checked(streams: Sequence) -> None:
 
 
 def audit(batches: Iterable, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
-          ignore_index: int = -100, eod_id: int | None = None, max_steps: int | None = None) -> Report:
-    """Audit one rank's stream of batches (read once, lazily, up to `max_steps`); see `helpers.audit`."""
+          ignore_index: int = -100, eod_id: int | None = None, max_steps: int | None = None,
+          remember: int = REMEMBER) -> Report:
+    """Audit one rank's stream of batches (read once, lazily, up to `max_steps`); see `helpers.audit`.
+    `remember`: the sample digests kept to find replays by (see `helpers.audit.live.Auditor`)."""
     return audit_ranks([batches], vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                       eod_id=eod_id, max_steps=max_steps)
+                       eod_id=eod_id, max_steps=max_steps, remember=remember)
 
 
 def audit_ranks(streams: Sequence[Iterable], *, vocab_size: int, labels: str | None = None,
                 pad_id: int | None = None, ignore_index: int = -100, eod_id: int | None = None,
-                max_steps: int | None = None) -> Report:
+                max_steps: int | None = None, remember: int = REMEMBER) -> Report:
     """Audit several ranks' streams offline, step by step together: each as `audit` does, and their batches
     compared with each other's at every step."""
     _streams_checked(streams)
     settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                             eod_id=eod_id)
-    seen = Seen()
+                             eod_id=eod_id, remember=remember)
+    settings.check()
+    seen = Seen(remember)
     audits = [StreamAudit(settings, rank, seen) for rank in range(len(streams))]
     iterators = [iter(stream) for stream in streams]
     report = Report()

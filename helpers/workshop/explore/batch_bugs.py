@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 from ...audit.planting import (BUGS, REPLAYED, SMALL_MODEL_VOCAB, not_shifted, one_row_random, padded_in_loss,
-                               random_like, refuse_unknown, shifted_twice, wrapped_by_uint16, zeros)
+                               random_like, refuse_unknown, replay_named_at, shifted_twice, wrapped_by_uint16,
+                               zeros)
+from ...audit.statistics import WRAP_TOKENS
 
 __all__ = ["BUGS", "Planted", "planted"]
 
@@ -32,7 +34,7 @@ class Planted:
     streams: list
     vocab_size: int
     code: str
-    step: int
+    step: int | None  # None where the stream is too short for the audit to be sure (a replay of few samples)
     labels: str | None = "shifted"
     pad_id: int | None = None
     rank: int = 0
@@ -60,9 +62,11 @@ def planted(bug: str, batches: Sequence[dict], vocab_size: int, at: int = 3, see
         return case([stream], at)
     if bug == "rank-not-set":
         return case([batches, batches], 0, rank=1)
+    rows = len(batches[0]["input_ids"])
+    replayed_at = replay_named_at(at, rows)
     if bug == "stream-loops":
         stream = [batches[step % at] for step in range(len(batches))]
-        return case([stream], at)
+        return case([stream], replayed_at)
     if bug == "epoch-not-advanced":
         samples = [{key: value[row] for key, value in batch.items()} for batch in batches[:at]
                    for row in range(len(batch["input_ids"]))]
@@ -70,10 +74,10 @@ def planted(bug: str, batches: Sequence[dict], vocab_size: int, at: int = 3, see
         per_batch = len(batches[0]["input_ids"])
         stream = [batch for _epoch in range(2)  # sampler.set_epoch(epoch) never called
                   for batch in torch.utils.data.DataLoader(samples, batch_size=per_batch, sampler=sampler)]
-        return case([stream], at)
+        return case([stream], replayed_at)
     if bug == "resume-replays":
         stream = batches[:at] + batches[at - REPLAYED:]
-        return case([stream], at)
+        return case([stream], replay_named_at(at, len(batches[0]["input_ids"]), replayed=REPLAYED * rows))
     if bug == "double-shift":
         stream = [shifted_twice(b) for b in batches]
         return case([stream], 0)
@@ -88,7 +92,7 @@ def planted(bug: str, batches: Sequence[dict], vocab_size: int, at: int = 3, see
     if bug == "uint16-wrap":
         stream = [wrapped_by_uint16(b) for b in batches]
         tokens = np.cumsum([b["input_ids"].numel() for b in batches])
-        return case([stream], int(np.searchsorted(tokens, 4096)))
+        return case([stream], int(np.searchsorted(tokens, WRAP_TOKENS)))
     # zero-batch
     stream = [zeros(b) if step == at else b for step, b in enumerate(batches)]
     return case([stream], at)
