@@ -583,3 +583,8 @@ def test_the_command_line_reads_saved_batch_encodings_and_says_what_it_refuses(r
     refused = run(tmp_path / "odd.pt")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "\x1b" not in refused.stderr
     assert "odd.pt" in refused.stderr and "fix: " in refused.stderr
+
+
+def test_a_step_with_ids_and_labels_out_of_range_counts_once(real):
+    report = audit(real[:5], vocab_size=32_000)
+    assert report.steps_with[("id-out-of-range", 0)] == 5

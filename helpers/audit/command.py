@@ -12,6 +12,7 @@ exits 1 when there is a finding, 2 for a file it cannot read or a batch it canno
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 from typing import Iterator
@@ -60,6 +61,8 @@ def _reason(error: Exception) -> str:
     refused = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
     if refused:
         return f"it holds a {refused.group(1)}, which a weights-only load refuses; save dict(batch) instead"
+    if isinstance(error, (pickle.UnpicklingError, EOFError, IndexError)) or "central directory" in text:
+        return f"not a file torch.save wrote, or one cut short ({type(error).__name__})"
     line = text.splitlines()[0] if text else ""
     if len(line) > 120:
         line = line[:120].rsplit(" ", 1)[0] + " ..."

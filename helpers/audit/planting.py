@@ -39,9 +39,7 @@ UINT16_IDS = 65_536  # uint16-wrap: what a uint16 array holds
 PAD_ID = 0
 PLANTED_AT = 3  # the step a bug of the stream starts at
 REPLAYED = 2  # resume-replays: batches taken again
-
-
-REPLAYS = {"stream-loops", "epoch-not-advanced", "resume-replays"}
+REPLAYS = {"stream-loops", "epoch-not-advanced", "resume-replays"}  # named once their run is long enough
 
 
 def replay_named_at(at: int, rows: int, ranks: int = 1, replayed: int | None = None) -> int | None:

@@ -29,14 +29,19 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     steps_with: dict[tuple[str, int], int] = field(default_factory=dict)
     statistics: dict[int, dict] = field(default_factory=dict)
+    last_step: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
     def add(self, finding: Finding) -> bool:
-        """Keep the first finding of each code on each rank; count the others. True when it is new."""
+        """Keep the first finding of each code on each rank; count the steps of the others (a step with two
+        findings of a code, ids and labels out of range, counts once). True when it is new."""
         key = (finding.code, finding.rank)
+        if self.last_step.get(key) == finding.step:
+            return False
+        self.last_step[key] = finding.step
         self.steps_with[key] = self.steps_with.get(key, 0) + 1
         if self.steps_with[key] == 1:
             self.findings.append(finding)
