@@ -178,6 +178,11 @@ def test_next_fit_keeps_a_document_that_exactly_fills_the_row():
     assert plan.rows == 2 and [d for d, _, _ in plan.segments_of_row(0)] == [0, 1]
 
 
+def test_first_fit_puts_a_document_into_the_first_row_it_fills_exactly():
+    plan = pack(np.array([6, 5, 4]), 10, "first_fit")  # 4 fits row 0 exactly, row 1 with room to spare
+    assert plan.rows == 2 and [d for d, _, _ in plan.segments_of_row(0)] == [0, 2]
+
+
 def test_streaming_emits_the_fullest_open_row_when_the_buffer_is_full():
     rows = list(stream_pack(iter([6, 7, 5, 9]), 10, buffer_rows=2))
     # 6 opens row A, 7 opens row B; 5 fits neither and the buffer is full: B (3 free) goes before A (4 free)
