@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -204,3 +205,31 @@ def test_the_proof_checks_every_token_of_a_tiktoken_vocabulary_in_context(tmp_pa
     assert encoders._first_vocabulary_difference(llama3, short, vocabulary) is not None
     assert len(vocabulary) > 3 * 120_000
     assert not encoders.vocabulary_texts(load_tokenizer("mistral"))
+    verdict = _proof_with(llama3, short, tmp_path)  # the proof itself, not only its parts
+    assert verdict["exact"] is False and "token text" in verdict["difference"]
+
+
+def _proof_with(tokenizer, fast, folder) -> dict:
+    """`encoders.proof` run with `fast` as fastokens' encoder, its verdict kept in `folder`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoders, "PROOF_DIR", folder / "proofs")
+        patch.setattr(encoders, "fast_tokenizer", lambda _tokenizer: fast)
+        return encoders.proof(tokenizer)
+
+
+class _SameCountOtherIds:
+    """fastokens' encoder with every id's lowest bit flipped: as many ids per text as the reference's, none
+    of them right."""
+
+    def __init__(self, fast):
+        self.fast = fast
+
+    def encode_batch_flat(self, texts, split_special_tokens=True):
+        ids, offsets = self.fast.encode_batch_flat(texts, split_special_tokens=split_special_tokens)
+        return (np.frombuffer(ids, dtype=np.uint32) ^ 1).tobytes(), offsets
+
+
+def test_the_proof_compares_the_ids_not_only_how_many(tmp_path):
+    llama3 = load_tokenizer("llama3")
+    verdict = _proof_with(llama3, _SameCountOtherIds(encoders.fast_tokenizer(llama3)), tmp_path)
+    assert verdict["exact"] is False and "sample text 0" in verdict["difference"]
