@@ -133,3 +133,23 @@ def test_a_save_removes_what_killed_saves_left_and_keeps_a_live_one(tmp_path):
     assert not abandoned.exists() and live.exists()
     assert latest_checkpoint(tmp_path) == saved and (saved / RUN_FILE).exists()
     assert json.loads((saved / RUN_FILE).read_text())["rng_states"] == ["rng"]  # no CUDA here
+
+
+def test_a_checkpoint_restores_the_random_state_that_dropout_draws_from(tmp_path):
+    """After a resume, dropout draws the masks the uninterrupted run would have drawn: the state itself comes
+    back, not only the weights (a loader that shuffles with numpy draws nothing from torch)."""
+    import torch
+
+    from helpers.training.checkpoints import load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).train()
+    optimizer = torch.optim.AdamW(model.parameters())
+    identity = {"data": "the same data", "model": "the same shape"}
+    path = save_checkpoint(tmp_path, 1, (model, optimizer), dict(identity))
+    saved = torch.get_rng_state()
+    uninterrupted = model(torch.ones(4, 8))  # the next step's dropout masks
+    torch.manual_seed(1234)  # a new process starts from another state
+    load_checkpoint(path, model, optimizer, identity)
+    assert torch.equal(torch.get_rng_state(), saved)
+    assert torch.equal(model(torch.ones(4, 8)), uninterrupted)
