@@ -312,9 +312,12 @@ def test_megatron_gpt_dataset_batches_raise_no_finding(megatron_prefix):
     """megatron-core GPTDataset samples of 256 tokens, more than two epochs of the text (each epoch's documents
     shuffled anew), consecutive runs of 8 collated by default_collate as Megatron's pretraining sampler does:
     tokens, labels, loss_mask, 4-D attention_mask, position_ids."""
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
     from torch.utils.data import default_collate
 
-    samples = megatron_train_dataset(megatron_prefix, seq_length=256, num_samples=2_700)
+    index = IndexedDataset(megatron_prefix)  # kept while its memory-mapped lengths are read
+    tokens = int(index.sequence_lengths.sum())  # the machine's text: its size varies with what is installed
+    samples = megatron_train_dataset(megatron_prefix, seq_length=256, num_samples=math.ceil(2.2 * tokens / 256))
     loader = torch.utils.data.DataLoader(samples, batch_size=8, shuffle=False, collate_fn=default_collate)
     first = next(iter(loader))
     assert len(samples) * 256 > 2 * int(samples.dataset.sequence_lengths.sum())  # more than two epochs

@@ -113,7 +113,9 @@ def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, p
     short = ["--steps", "4", *TINY[2:]]
     healthy = run_framework(name, ["--audit", "--data-path", prefix, *short, *flags], processes)
     assert healthy.returncode == 0, healthy.stderr[-3000:]
-    fallback = run_framework(name, ["--audit", "--synthetic", "--vocab-size", "258", *short, *flags], processes)
+    # rows of 128 tokens: random ids are named at their first step (shorter rows wait for 1,024 pooled ids)
+    wide = ["--steps", "4", "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", "128", *SHAPE]
+    fallback = run_framework(name, ["--audit", "--synthetic", "--vocab-size", "258", *wide, *flags], processes)
     errors = [line for line in fallback.stderr.splitlines() if line.startswith("error: ")]
     # one line from each rank that got to say it (torchrun stops the others once one has failed)
     assert 1 <= len(errors) <= processes, fallback.stderr[-3000:]
