@@ -50,9 +50,10 @@ class Auditor:
     `remember`: how many sample digests (all ranks' together) are kept to find replays by, and as many batch
     digests; the newest are kept, the oldest forgotten. Its memory stays bounded over a run of any length:
     16 bytes a digest, plus about 100 for the newest sixteenth, so under 100 MB at the default of 2,097,152,
-    whatever the number of steps (`benchmarks/audit_memory.py`: 89 MB over a million steps of 8 x 1,024). What the bound costs: a replay of samples first seen more than `remember`
-    samples ago (counting every rank's) is not named, so a sampler whose epoch never advances goes unnamed
-    when an epoch holds more samples than that (a million steps of 8 rows on one rank hold 8 million).
+    whatever the number of steps (`benchmarks/audit_memory.py`: 89 MB over a million steps of 8 x 1,024).
+    What the bound costs: a replay of samples first seen more than `remember` samples ago (counting every
+    rank's) is not named, so a sampler whose epoch never advances goes unnamed when an epoch holds more
+    samples than that (a million steps of 8 rows on one rank hold 8 million).
     Raise it for such runs, at 16 bytes a sample."""
 
     def __init__(self, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,

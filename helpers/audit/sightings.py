@@ -94,12 +94,13 @@ class Sightings:
 
     def state(self, before: int | None = None) -> list[list[int]]:
         """[digests, sightings] (sightings below `before` only), oldest first: JSON-ready for a checkpoint."""
-        keys = [int(k) for block, _ in self.frozen for k in block] + list(self.recent)
-        values = [int(v) for _, block in self.frozen for v in block] + list(self.recent.values())
+        keys = np.concatenate([np.zeros(0, np.uint64), *(k for k, _ in self.frozen),
+                               np.fromiter(self.recent.keys(), np.uint64, len(self.recent))])
+        values = np.concatenate([np.zeros(0, np.int64), *(v for _, v in self.frozen),
+                                 np.fromiter(self.recent.values(), np.int64, len(self.recent))])
         if before is not None:
-            kept = [i for i, value in enumerate(values) if value < before]
-            keys, values = [keys[i] for i in kept], [values[i] for i in kept]
-        return [keys, values]
+            keys, values = keys[values < before], values[values < before]
+        return [keys.tolist(), values.tolist()]
 
     @classmethod
     def from_state(cls, capacity: int, state) -> Sightings:

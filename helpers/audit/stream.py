@@ -201,14 +201,14 @@ class StreamAudit:
         return constant
 
     def _wrapped(self, batch: Batch, finding) -> None:
-        ids, before = batch.input_ids, self.high_ids
+        ids = batch.input_ids
         self.high_ids += int((ids >= WRAP_LIMIT).sum())
         checked = self.tokens - ids.size  # tokens counted before this batch
         if batch.stored_dtype == "uint16":
             finding("id-wraparound", f"ids handed over as uint16 for a vocabulary of {self.settings.vocab_size:,}: "
                     "every id from 65,536 up has lost its top bits; fix: store them as int32 (Megatron's choice above "
                     "65,500 ids) or int64")
-        elif not self.high_ids and self.tokens >= WRAP_TOKENS and checked < WRAP_TOKENS and not before:
+        elif not self.high_ids and self.tokens >= WRAP_TOKENS and checked < WRAP_TOKENS:
             finding("id-wraparound", f"no id >= 65,536 in the first {self.tokens:,} tokens of a "
                     f"{self.settings.vocab_size:,}-id vocabulary (real text uses them for about 2% of its tokens): "
                     "ids wrapped by a uint16 array; fix: store them as int32 or int64")
@@ -319,8 +319,8 @@ class StreamAudit:
                     f"same order: {REPLAY_CAUSES}; {REPLAY_FIX}")
         elif enough:
             finding("repeated-samples", f"{longest.here} of {len(rows)} samples come back in the order they were "
-                    f"trained on at step {where(longest.start)[0]} ({longest.length} in a row; a new epoch's shuffle of "
-                    f"{len(seen.samples):,} samples gives {needed} in a row less than once in 10,000 runs): "
+                    f"trained on at step {where(longest.start)[0]} ({longest.length} in a row; a new epoch's "
+                    f"shuffle of {len(seen.samples):,} samples gives {needed} in a row less than once in 10,000 runs): "
                     f"{REPLAY_CAUSES}; {REPLAY_FIX}")
         self.last_sighting = earlier[-1]
         self.last_alongside = bool(alongside)
