@@ -3,11 +3,14 @@
 
     .venv/bin/python examples/trainer.py --data-path data/megatron/literature_text_document --csv runs/trainer.csv
     .venv/bin/python examples/trainer.py --synthetic --vocab-size 128256 --steps 30     # random tokens, said so
+    .venv/bin/torchrun --nproc-per-node 2 examples/trainer.py --data-path data/megatron/literature_text_document
 
 The loader's labels are already shifted: `samples_for_transformers` hands them to `Trainer` as
 `shift_labels`, which transformers' causal-LM loss takes as they are (it would shift plain `labels` again).
 Samples are taken in the loader's order (`train_sampling_strategy="sequential"`; the loader has already
 shuffled them as Megatron does), so step k learns from the loader's global batch k, as in every other example.
+Under torchrun, Trainer cuts each global batch itself: every rank reads the same sample order and takes the
+per-device batches of its rank (rank r the r-th of each step's), the same rows the loader's own slices hold.
 Missing data stops the run with one line naming the path and how to make it; nothing falls back.
 `--audit` checks every batch the model is called with (`helpers.audit.AuditCallback`); `--plant-bug NAME`
 does one of the silent data bugs to the batches first, and says so, to see the audit name it.
@@ -22,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.audit import AuditCallback  # noqa: E402
-from helpers.common.errors import run_cli  # noqa: E402
+from helpers.common.errors import UserError, run_cli  # noqa: E402
 from helpers.loading.loader import samples_for_transformers  # noqa: E402
-from helpers.training.distributed import Ranks  # noqa: E402
+from helpers.training.distributed import Ranks, join_ranks, leave_ranks  # noqa: E402
 from helpers.training.framework_runs import (  # noqa: E402
     ADAM_BETAS,
     StepLog,
@@ -60,15 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = example_parser(__doc__.split("\n\n")[0])
     add_audit_flag(parser)
     args = parser.parse_args(argv)
-    ranks = Ranks()
-    loader = example_loader(args, ranks)
+    ranks = join_ranks()
+    if ranks.world_size > 1 and getattr(args, "plant_bug", None) == "rank-not-set":
+        raise UserError("rank-not-set cannot be planted in Trainer: its own sampler gives each rank its slice; "
+                        "fix: plant it in another framework (deepspeed, or helpers.training --parallel ddp)")
+    loader = example_loader(args, Ranks())  # the whole global order: Trainer hands each rank its slice
+    if args.global_batch_size % ranks.world_size:
+        raise UserError(f"--global-batch-size {args.global_batch_size} does not split over {ranks.world_size} "
+                        "processes; fix: give a multiple of --nproc-per-node")
     model = example_llama(args, loader)
     from transformers import Trainer, TrainingArguments
 
     collator = DigestingCollator(planter_if_asked(args, loader.source.vocab_size))
     with tempfile.TemporaryDirectory(prefix="trainer-") as folder:
         training = TrainingArguments(output_dir=folder, max_steps=args.steps,
-                                     per_device_train_batch_size=args.global_batch_size, learning_rate=args.lr,
+                                     per_device_train_batch_size=args.global_batch_size // ranks.world_size,
+                                     learning_rate=args.lr,
                                      lr_scheduler_type="constant", weight_decay=0.0, adam_beta1=ADAM_BETAS[0],
                                      adam_beta2=ADAM_BETAS[1], max_grad_norm=0.0, report_to=[], logging_steps=1,
                                      save_strategy="no", use_cpu=True, dataloader_drop_last=True, disable_tqdm=True,
@@ -79,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
                           data_collator=collator, callbacks=callbacks)
         trainer.train()
         losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    log = StepLog("Trainer on 1 process", ranks)
+    log = StepLog(f"Trainer on {ranks.world_size} process(es)", ranks)
     for step, (loss, digest) in enumerate(zip(losses, collator.digests)):
         log.record(step, loss, digest)
     log.finish(args, example_vocab_size(args, loader))
+    leave_ranks()
     return 0
 
 

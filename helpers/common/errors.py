@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Callable
 
 from . import stop_signals
+from .process_exit import exit_process
 
 
 class UserError(Exception):
@@ -28,20 +28,15 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
             stop(143, "terminated")
         except OSError as err:  # a path that cannot be read or written: the user's set-up, not a bug
             stop(2, f"error: {describe_os_error(err)}")
-    sys.exit(code or 0)
+    exit_process(code or 0)
 
 
 def stop(code: int, line: str) -> None:
-    """End the command with one line on stderr and `code`. A rank of a torch.distributed job exits at once
-    after its line: finalizing the interpreter while the group's threads still release the last collective's
-    tensors aborts the process (SIGABRT: they wait for the interpreter's lock as it goes away). torchrun
-    ends the other ranks once one has failed."""
+    """End the command with one line on stderr and `code`; a rank of a torch.distributed job without
+    finalizing the interpreter (`helpers.common.process_exit`). torchrun ends the other ranks once one has
+    failed."""
     say_on_stderr(line)
-    distributed = sys.modules.get("torch.distributed")
-    if distributed is not None and distributed.is_available() and distributed.is_initialized():
-        sys.stdout.flush()
-        os._exit(code)
-    sys.exit(code)
+    exit_process(code)
 
 
 def say_on_stderr(line: str) -> None:

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from ..common.errors import UserError
+from ..common.process_exit import exit_process, note_process_group
 
 PARALLEL = ("none", "ddp", "fsdp")
 
@@ -59,19 +60,31 @@ def join_ranks(group_of_one: bool = False) -> Ranks:
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         if group_of_one:
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+            note_process_group()
         return Ranks()
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)
     dist.init_process_group(backend)
+    note_process_group()
     return Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
 def leave_ranks() -> None:
     """Leave the process group together: every rank waits for the others first (a rank that tears its
-    connections down while another still uses them aborts the run at its very end)."""
+    connections down while another still uses them aborts the run at its very end). The group's threads can
+    outlive this (see `helpers.common.process_exit`): a command line run by `run_cli` then ends without
+    finalizing the interpreter, and a script of one's own ends with `finish_ranks()`."""
     if group_running():
+        note_process_group()
         barrier()
         dist.destroy_process_group()
+
+
+def finish_ranks(code: int = 0):
+    """The last line of a script under torchrun: leave the process group together, then end the process with
+    `code` without finalizing the interpreter, so that no thread of the group can abort it on the way out."""
+    leave_ranks()
+    exit_process(code)
 
 
 def rank_device(device: torch.device, ranks: Ranks) -> torch.device:

@@ -35,7 +35,6 @@ FRAMEWORKS: dict[str, list[str]] = {
     "deepspeed": [str(EXAMPLES_DIR / "deepspeed_zero.py")],
     "megatron": [str(EXAMPLES_DIR / "megatron_gpt.py")],
 }
-SINGLE_PROCESS = {"trainer"}  # Trainer here is one process; the others take --nproc-per-node
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,6 @@ def run_framework(framework: str, flags: list[str], processes: int = 1, csv: str
     in this process's folder, so relative paths in `flags` mean what they mean here."""
     if framework not in FRAMEWORKS:
         raise UserError(f"unknown framework {framework!r}; fix: use one of {', '.join(FRAMEWORKS)}")
-    if processes > 1 and framework in SINGLE_PROCESS:
-        raise UserError(f"{framework} runs on one process here; fix: processes=1")
     command = FRAMEWORKS[framework] + flags
     if framework == "helpers.training" and processes > 1 and "--parallel" not in flags:
         command += ["--parallel", "ddp"]
