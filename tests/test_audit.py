@@ -306,6 +306,7 @@ LIVE_SCRIPT = """
 import json, sys, torch.distributed as dist
 from helpers.audit.live import Auditor, DataBugError
 from helpers.loading.loader import make_dataloader
+from helpers.training.distributed import finish_ranks
 dist.init_process_group("gloo")
 prefix, cache, out, told = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "told"
 ranks = {} if told else {"rank": 0, "world_size": 1}  # a loader never told its rank
@@ -319,8 +320,9 @@ try:
         result["steps"] += 1
 except DataBugError as error:
     result["error"] = [error.finding.code, error.finding.step, str(error)]
-json.dump(result, open(f"{out}/rank{dist.get_rank()}.json", "w"))
-dist.destroy_process_group()
+with open(f"{out}/rank{dist.get_rank()}.json", "w") as file:
+    json.dump(result, file)
+finish_ranks()  # leave together, and end without finalizing (helpers.common.process_exit)
 """
 
 

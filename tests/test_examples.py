@@ -83,6 +83,17 @@ def test_every_framework_draws_the_same_loss_curve(real_runs):
         assert list(real_runs[name]["loss"]) == pytest.approx(reference, abs=SAME_CURVE), name
 
 
+def test_trainer_under_torchrun_takes_the_steps_it_takes_on_one_process(real_runs, prefix, tmp_path):
+    """Trainer cuts each global batch over the ranks itself: on 2 processes the same batches, the same curve."""
+    run = run_framework("trainer", ["--data-path", prefix, *TINY], 2, csv=tmp_path / "trainer.csv").check()
+    assert "Trainer on 2 process(es)" in run.stdout
+    assert list(run.log["batch_digest"]) == list(real_runs["trainer"]["batch_digest"])
+    assert list(run.log["loss"]) == pytest.approx(list(real_runs["trainer"]["loss"]), abs=SAME_CURVE)
+    # its sampler, not the loader, gives each rank its slice: a loader never told its rank cannot be planted
+    refused = run_framework("trainer", ["--plant-bug", "rank-not-set", "--data-path", prefix, *TINY], 2)
+    assert refused.returncode != 0 and "rank-not-set cannot be planted in Trainer" in refused.stderr, refused.stderr
+
+
 @pytest.mark.parametrize("stage", [1, 3])
 def test_every_zero_stage_takes_the_same_steps(stage, real_runs, prefix, tmp_path):
     run = run_framework("deepspeed", ["--zero-stage", str(stage), "--data-path", prefix, *TINY], 2,

@@ -102,6 +102,7 @@ def test_ranks_together_equal_one_rank_with_the_global_batch(prefixes, tmp_path)
 TORCHRUN_SCRIPT = """
 import sys, torch, torch.distributed as dist
 from helpers.loading.loader import make_dataloader
+from helpers.training.distributed import finish_ranks
 dist.init_process_group("gloo")
 blend, cache, out = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
 loader = make_dataloader(blend, split="90,10,0", seq_length=32, batch_size=2, num_samples=40, cache_dir=cache)
@@ -111,8 +112,7 @@ for step, batch in enumerate(loader):
     dist.all_gather(gathered, batch["input_ids"])
     if dist.get_rank() == 0:
         torch.save(torch.cat(gathered), f"{out}/step{step}.pt")
-dist.barrier()
-dist.destroy_process_group()
+finish_ranks()  # leave together, and end without finalizing (helpers.common.process_exit)
 """
 
 

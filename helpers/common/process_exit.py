@@ -10,7 +10,8 @@ the wrong moment, so it is rare on an idle machine and shows up under load.
 
 Such a process therefore ends in two halves: first everything a normal exit does while the interpreter is whole
 (the `atexit` handlers, stdout and stderr flushed), then `os._exit` with its code, which ends every thread at
-once and leaves nothing to finalize, and nothing to race.
+once and leaves nothing to finalize, and nothing to race. A file still open then is not flushed: write files
+inside `with` blocks (as everything here does), which close them before the end.
 """
 
 from __future__ import annotations
