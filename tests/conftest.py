@@ -22,6 +22,17 @@ def corpus_dir():
 
 
 @pytest.fixture(scope="session")
+def docs_bytes_prefix(corpus_dir, tmp_path_factory) -> str:
+    """The docs domain of the real corpus as byte ids with an EOD after each document (a 258-id vocabulary
+    keeps a model tiny), made once for every module that trains on it; nothing may write into it."""
+    from helpers.preprocess import preprocess
+
+    made = preprocess(corpus_dir / "docs.jsonl", tmp_path_factory.mktemp("docs-bytes") / "docs", "bytes",
+                      append_eod=True, workers=2, progress=False)
+    return made.outputs["text"]
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
     `--engine ray` runs inside the test process use it instead of starting their own."""

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers.preprocess import preprocess
 
 LOADER_LINE = "helpers.loading.loader: real data:"
 TINY = ["--steps", "6", "--global-batch-size", "8", "--seq-length", "64", "--model", "hidden_size=32",
@@ -27,11 +26,8 @@ ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
-def prefix(corpus_dir, tmp_path_factory) -> str:
-    """The docs domain of the real corpus as byte ids (a 258-id vocabulary keeps the model tiny)."""
-    out = tmp_path_factory.mktemp("distributed") / "docs"
-    made = preprocess(corpus_dir / "docs.jsonl", out, "bytes", append_eod=True, workers=2, progress=False)
-    return made.outputs["text"]
+def prefix(docs_bytes_prefix) -> str:
+    return docs_bytes_prefix
 
 
 def run_training(prefix: str, csv_path: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:

@@ -29,11 +29,8 @@ SAME_CURVE = 1e-4  # float32 on CPU: the frameworks sum in different orders
 
 
 @pytest.fixture(scope="module")
-def prefix(corpus_dir, tmp_path_factory) -> str:
-    """The docs domain of the real corpus as byte ids (a 258-id vocabulary keeps the model tiny)."""
-    made = preprocess(corpus_dir / "docs.jsonl", tmp_path_factory.mktemp("examples") / "docs", "bytes",
-                      append_eod=True, workers=2, progress=False)
-    return made.outputs["text"]
+def prefix(docs_bytes_prefix) -> str:
+    return docs_bytes_prefix
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import sys
 
 import pytest
 
-from helpers.preprocess import preprocess
 from helpers.workshop.frameworks import model_flags, run_framework
 
 pytestmark = pytest.mark.stress
@@ -39,11 +38,8 @@ ABORT = re.compile(r"SIGABRT|Signal 6|terminate called|Fatal Python error")
 
 
 @pytest.fixture(scope="module")
-def prefix(corpus_dir, tmp_path_factory) -> str:
-    """The docs domain of the real corpus as byte ids (a 258-id vocabulary keeps the model small)."""
-    made = preprocess(corpus_dir / "docs.jsonl", tmp_path_factory.mktemp("stress") / "docs", "bytes",
-                      append_eod=True, workers=2, progress=False)
-    return made.outputs["text"]
+def prefix(docs_bytes_prefix) -> str:
+    return docs_bytes_prefix
 
 
 @pytest.fixture(scope="module")

@@ -96,7 +96,7 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
 
 
 def first_line(source: str) -> str:
-    """The line that tells a cell apart: its first line of code (comments such as `# NBVAL_CHECK_OUTPUT`
+    """The line that tells a cell apart: its first line of code (comments such as `# a note`
     skipped), or its first line when it has only comments."""
     lines = [line.strip() for line in source.splitlines() if line.strip()]
     code = [line for line in lines if not line.startswith("#")]
