@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from helpers.common.paths import REPO_ROOT
+
 SCRIPT = """
 import atexit, os, sys
 from pathlib import Path
@@ -45,7 +47,7 @@ def run(tmp_path, mode):
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     environment = {key: value for key, value in os.environ.items() if key != "TORCHELASTIC_RUN_ID"}
-    environment["PYTHONPATH"] = os.getcwd()
+    environment["PYTHONPATH"] = str(REPO_ROOT)
     return subprocess.run([sys.executable, str(script), str(tmp_path), mode], capture_output=True, text=True,
                           env=environment, timeout=120)
 

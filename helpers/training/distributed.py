@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -80,7 +81,7 @@ def leave_ranks() -> None:
         dist.destroy_process_group()
 
 
-def finish_ranks(code: int = 0):
+def finish_ranks(code: int = 0) -> NoReturn:
     """The last line of a script under torchrun: leave the process group together, then end the process with
     `code` without finalizing the interpreter, so that no thread of the group can abort it on the way out."""
     leave_ranks()
