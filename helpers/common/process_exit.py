@@ -1,12 +1,13 @@
 """How a process that took part in a torch.distributed process group ends: without finalizing the interpreter.
 
 A process group's threads (gloo's work loops and its transport loop, NCCL's watchdog) live as long as the C++
-group object does, and `destroy_process_group()` does not end it: DistributedDataParallel, FSDP and DeepSpeed
-hold the group from C++, where Python's garbage collector cannot free it, so its threads are still there when
-the script's last line has run. The interpreter then finalizes; if one of those threads is still releasing the
-tensors of the last collective, it asks for the interpreter's lock as the interpreter goes away, and the
-process aborts (SIGABRT) at the end of a run that succeeded. The race needs that thread to be descheduled at
-the wrong moment, so it is rare on an idle machine and shows up under load.
+group object does, and `destroy_process_group()` does not end it while something still holds the group: after a
+DistributedDataParallel or FSDP2 model, the three gloo threads are still there once the group is destroyed, the
+model deleted and `gc.collect()` run, so they are there when the script's last line has run. The interpreter
+then finalizes; if one of those threads is still releasing the tensors of the last collective, it asks for the
+interpreter's lock as the interpreter goes away, and the process aborts (SIGABRT) at the end of a run that
+succeeded. The race needs that thread to be descheduled at the wrong moment, so it is rare on an idle machine
+and shows up under load (once in 150 two-process runs beside three busy processes on 2 cores).
 
 Such a process therefore ends in two halves: first everything a normal exit does while the interpreter is whole
 (the `atexit` handlers, stdout and stderr flushed), then `os._exit` with its code, which ends every thread at
