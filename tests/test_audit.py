@@ -333,8 +333,8 @@ def test_the_live_auditor_compares_ranks_under_torch_distributed(prefixes, tmp_p
 
     script = tmp_path / "live.py"
     script.write_text(LIVE_SCRIPT)
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                             "29541" if told == "told" else "29542", str(script), prefixes["llama3"]["literature"],
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(script), prefixes["llama3"]["literature"],
                              str(tmp_path / "cache"), str(tmp_path), told],
                             capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]

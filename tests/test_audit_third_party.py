@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from itertools import chain
@@ -248,20 +247,14 @@ finish_ranks()  # leave together, and end without finalizing (helpers.common.pro
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_distributed_sampler_replays_an_epoch_without_set_epoch(train_bin, tmp_path):
     """torch DistributedSampler(shuffle=True) on 2 gloo ranks over 2 epochs, a live Auditor per rank: with
     sampler.set_epoch(epoch) nothing; without it, repeated-batch at the first step of epoch 2 on each rank."""
     windows, batch_size = llama3_windows(train_bin, 80), 4
     np.save(tmp_path / "windows.npy", windows.numpy())
     (tmp_path / "sampler.py").write_text(SAMPLER_SCRIPT)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-               str(free_port()), str(tmp_path / "sampler.py"), str(tmp_path / "windows.npy"),
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
+               str(tmp_path / "sampler.py"), str(tmp_path / "windows.npy"),
                str(load_tokenizer("llama3").vocab_size), str(batch_size), str(tmp_path)]
     run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
                          timeout=240)

@@ -31,7 +31,8 @@ def prefix(docs_bytes_prefix) -> str:
 
 
 def run_training(prefix: str, csv_path: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
-    launcher = ([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
+    launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                 str(processes)]
                 if processes > 1 else [sys.executable])
     command = [*launcher, "-m", "helpers.training", "--data-path", prefix, *TINY, "--csv", str(csv_path), *extra]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=ONE_THREAD)

@@ -122,7 +122,7 @@ def test_two_processes_under_torchrun(prefixes, tmp_path):
     blend = ",".join(_blend(prefixes))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                             "--master-port", "29533", str(script), blend, str(tmp_path / "cache"), str(tmp_path)],
+                             "--standalone", str(script), blend, str(tmp_path / "cache"), str(tmp_path)],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(list((tmp_path / "cache").iterdir())) == 2  # rank 0 built the indices once (two datasets)
