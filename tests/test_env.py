@@ -40,44 +40,46 @@ def test_version_report_names_the_packages():
     assert {"python", "platform", "cpu_count", "transformers", "tiktoken"} <= set(report)
 
 
-def test_metric_output_converts_numbers_and_rejects_what_json_cannot_hold():
-    assert env.metric_output("x", np.float32(1.5)) == {env.METRIC_MIME: {"name": "x", "value": 1.5}}
-    nested = env.metric_output("nested", {"a": [np.int64(3), torch.tensor(2.0)]})
-    assert nested[env.METRIC_MIME]["value"] == {"a": [3, 2.0]}
+def test_metric_line_converts_numbers_and_rejects_what_json_cannot_hold():
+    assert json.loads(env.metric_line("x", np.float32(1.5))) == {"name": "x", "value": 1.5}
+    nested = json.loads(env.metric_line("nested", {"a": [np.int64(3), torch.tensor(2.0)]}))
+    assert nested["value"] == {"a": [3, 2.0]}
     with pytest.raises(TypeError):
-        env.metric_output("bad", object())
+        env.metric_line("bad", object())
     with pytest.raises(TypeError):
-        env.record("bad", object())
+        env.record("bad", object())  # refused in the cell, with or without a metrics file
 
 
-def test_record_in_a_kernel_shows_nothing_returns_none_and_is_read_back(tmp_path):
-    """A cell that records three metrics and ends with record(...) keeps three invisible outputs."""
+def run_cell(source: str, tmp_path):
+    """Execute one code cell in a fresh kernel (it inherits this process's environment); its outputs."""
     from nbclient import NotebookClient
 
-    source = ("import numpy as np\nfrom helpers.workshop.env import record\n"
-              "record('a', np.float32(1.5))\nrecord('b', [1, 2])\nrecord('a', 2.5)")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     NotebookClient(notebook, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = notebook.cells[0].outputs
-    assert [o.output_type for o in outputs] == ["display_data"] * 3  # no execute_result: record returns None
-    for output in outputs:
-        assert set(output.data) == {env.METRIC_MIME}  # no text/plain: nothing for a reader to see
-    path = tmp_path / "run.ipynb"
-    nbformat.write(notebook, path)
-    nbformat.validate(nbformat.read(path, as_version=4))
-    assert env.read_metrics(path) == {"a": 2.5, "b": [1, 2]}
+    return notebook.cells[0].outputs
 
 
-def test_read_metrics_reads_outputs_back_last_value_wins(tmp_path):
-    def metric(name, value):
-        return nbformat.v4.new_output("display_data", data={env.METRIC_MIME: {"name": name, "value": value},
-                                                             "text/plain": f"{name} = {value}"})
+RECORDING_CELL = ("import numpy as np\nfrom helpers.workshop.env import record\n"
+                  "record('a', np.float32(1.5))\nrecord('b', [1, 2])\nrecord('a', 2.5)")
 
-    cell = nbformat.v4.new_code_cell("...")
-    cell.outputs = [metric("loss", 3.2), nbformat.v4.new_output("stream", text="hi"), metric("loss", 2.9)]
-    other = nbformat.v4.new_code_cell("...")
-    other.outputs = [metric("tokens", 1000)]
-    path = tmp_path / "run.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[cell, other, nbformat.v4.new_markdown_cell("x")]), path)
-    assert env.read_metrics(path) == {"loss": 2.9, "tokens": 1000}
-    json.loads(path.read_text())  # still a valid notebook
+
+def test_record_leaves_no_output_and_the_run_reads_every_metric_back(tmp_path, monkeypatch):
+    """A cell that records three metrics and ends with record(...) has no output at all; the file the run named
+    holds them, and the last value of a name wins."""
+    executed = tmp_path / "run.ipynb"
+    monkeypatch.setenv(env.METRICS_FILE_ENV, str(env.metrics_file(executed)))
+    assert run_cell(RECORDING_CELL, tmp_path) == []
+    assert env.read_metrics(executed) == {"a": 2.5, "b": [1, 2]}
+
+
+def test_record_by_hand_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(env.METRICS_FILE_ENV, raising=False)
+    assert run_cell(RECORDING_CELL, tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+    assert env.read_metrics(tmp_path / "never-run.ipynb") == {}
+
+
+def test_read_metrics_leaves_out_a_last_line_cut_short(tmp_path):
+    executed = tmp_path / "run.ipynb"
+    env.metrics_file(executed).write_text(env.metric_line("loss", 3.2) + "\n" + '{"name": "tok', encoding="utf-8")
+    assert env.read_metrics(executed) == {"loss": 3.2}

@@ -33,11 +33,10 @@ def write_log(path, losses):
 
 
 def write_executed(path, parameters, metrics):
-    cell = nbformat.v4.new_code_cell("...")
-    cell.outputs = [nbformat.v4.new_output("display_data", data=env.metric_output(k, v)) for k, v in metrics.items()]
-    notebook = nbformat.v4.new_notebook(cells=[cell])
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("...")])
     notebook.metadata["papermill"] = {"parameters": parameters}
     nbformat.write(notebook, path)
+    env.metrics_file(path).write_text("".join(env.metric_line(k, v) + "\n" for k, v in metrics.items()))
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ One run is a set of parameters applied to each notebook given, in the order give
 run of 00 to 06: 02 writes the data that 03 to 05 read). Runs go in parallel, `--jobs` at a time (default:
 a quarter of the cores, so 1 on a 2-core laptop, since a notebook keeps several cores busy; with more than
 one, each run's OpenMP and tokenizer threads get their share of the cores), each in a process of its own
-whose output goes to `run.log` in its folder. Every executed copy is kept, in
+whose output goes to `run.log` in its folder. Every executed copy is kept, its recorded metrics beside it
+(`<notebook>.metrics.jsonl`), in
 `OUT/NN-<parameters that differ between runs>/<notebook>.ipynb` (in `OUT/` itself without a grid). A notebook parameter
 named `run_dir` (where a notebook writes files of its own, such as training logs) is pointed at
 `OUT/.../<notebook>/` unless the grid sets it, so runs never write over each other's files.
@@ -57,7 +58,7 @@ from ..common.headless import HEADLESS_ENV
 from ..common.paths import NOTEBOOK_DIR, REPO_ROOT
 from ..common.yaml_file import read_yaml
 from ..kernel import KERNEL_NAME
-from ..workshop.env import read_metrics
+from ..workshop.env import METRICS_FILE_ENV, metrics_file, read_metrics
 
 KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
@@ -76,6 +77,9 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
 
     os.environ[HEADLESS_ENV] = "1"  # the kernel inherits it: explorers print their knobs, no widget state
     output.parent.mkdir(parents=True, exist_ok=True)
+    metrics = metrics_file(output)
+    metrics.unlink(missing_ok=True)
+    os.environ[METRICS_FILE_ENV] = str(metrics.resolve())  # the kernel inherits it: where record() writes
     start = time.perf_counter()
     failure = None
     try:
@@ -83,10 +87,12 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
                                    kernel_name=kernel, cwd=str(cwd), progress_bar=False)
     except papermill.PapermillExecutionError as err:
         failure = err
+    finally:
+        del os.environ[METRICS_FILE_ENV]
     duration = time.perf_counter() - start
     entry = {"name": notebook.stem, "status": "ok" if failure is None else "error",
              "duration_s": round(duration, 2), "output": str(output), "parameters": parameters or {},
-             "metrics": read_metrics(output) if output.exists() else {}}
+             "metrics": read_metrics(output)}
     if output.exists():
         entry["slowest_cell"] = slowest_cell(output)
     if failure is not None:

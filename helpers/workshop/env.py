@@ -1,10 +1,10 @@
 """The machine a notebook runs on: device choice, a version report, and metrics a run publishes.
 
-`record(name, value)` displays a metric as a small JSON output of its own MIME type and nothing
-else: no text, so JupyterLab, nbconvert and GitHub show nothing for it, and the cell's own table or
-figure stays the only thing a reader sees. Papermill keeps cell outputs in the executed notebook, so
-`read_metrics(path)` can read every metric back from the `.ipynb` file with no side files and no
-global state.
+`record(name, value)` keeps a metric out of the reader's view: it leaves no output in the notebook. A
+headless run by `helpers.runs` names a file in $HELPERS_METRICS_FILE before it starts the kernel, and each
+`record` appends one JSON line there (beside the executed copy, `NAME.metrics.jsonl`); `read_metrics(executed)`
+reads them back. Run by hand, in JupyterLab or under nbval, there is no such file and `record` only checks
+that the value can be stored.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-METRIC_MIME = "application/vnd.helpers.metric+json"
+METRICS_FILE_ENV = "HELPERS_METRICS_FILE"  # set by helpers.runs for the kernel it starts
 
 # MPS gave wrong results for common training ops on older torch releases; trust it from here on.
 MPS_MIN_TORCH = (2, 3)
@@ -92,30 +92,40 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def metric_output(name: str, value: Any) -> dict[str, Any]:
-    """The display bundle `record` emits: the metric under its own MIME type, and no text to show."""
-    value = _jsonable(value)
-    json.dumps(value)  # fail here, in the cell, if the value cannot be stored
-    return {METRIC_MIME: {"name": name, "value": value}}
+def metric_line(name: str, value: Any) -> str:
+    """The JSON line `record` keeps: the metric's name and value (numpy and torch numbers made plain)."""
+    return json.dumps({"name": name, "value": _jsonable(value)})  # fails here, in the cell, on what JSON cannot hold
+
+
+def metrics_file(executed: str | os.PathLike) -> Path:
+    """Where the metrics of the run that wrote `executed` are kept: `NAME.metrics.jsonl` beside it."""
+    return Path(executed).with_suffix(".metrics.jsonl")
 
 
 def record(name: str, value: Any) -> None:
-    """Publish a metric from a notebook cell, silently; executed notebooks keep it for `read_metrics`.
+    """Keep a metric of a headless run, with no output in the notebook (see the module's docstring).
 
-    Returns None, so a `record(...)` that ends a cell does not echo its value a second time.
+    Returns None, so a `record(...)` that ends a cell echoes nothing.
     """
-    from IPython.display import display
+    line = metric_line(name, value)
+    target = os.environ.get(METRICS_FILE_ENV)
+    if target:
+        with open(target, "a", encoding="utf-8") as file:
+            file.write(line + "\n")
 
-    display(metric_output(name, value), raw=True)
 
-
-def read_metrics(path: str | os.PathLike) -> dict[str, Any]:
-    """Every metric recorded in an executed notebook, by name (the last value wins)."""
-    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+def read_metrics(executed: str | os.PathLike) -> dict[str, Any]:
+    """Every metric the run that wrote `executed` recorded, by name (the last value wins); {} when none.
+    A last line cut short (a kernel killed while writing it) is not a metric and is left out."""
+    path = metrics_file(executed)
     metrics: dict[str, Any] = {}
-    for cell in notebook.get("cells", []):
-        for output in cell.get("outputs", []):
-            payload = output.get("data", {}).get(METRIC_MIME)
-            if payload is not None:
-                metrics[payload["name"]] = payload["value"]
+    if not path.exists():
+        return metrics
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    if lines and not text.endswith("\n"):
+        lines.pop()
+    for line in lines:
+        entry = json.loads(line)
+        metrics[entry["name"]] = entry["value"]
     return metrics
