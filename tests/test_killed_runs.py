@@ -175,6 +175,24 @@ def test_a_writer_dropped_without_finalize_or_abort_removes_its_temporary_file(t
     assert handle.closed and list(tmp_path.iterdir()) == []
 
 
+def test_a_stop_signal_the_moment_the_temporary_file_appears_still_removes_it(tmp_path, monkeypatch):
+    """A run stopped as soon as its first temporary shows (what the SIGTERM tests above do, and a user watching
+    the folder might) gets the signal right after `open`: the file's removal must already be registered."""
+    import helpers.datasets.indexed as indexed
+    from helpers.common.stop_signals import Terminated, handled
+
+    def open_then_stopped(*args, **kwargs):
+        handle = open(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered at once unless held
+        return handle
+
+    monkeypatch.setattr(indexed, "open", open_then_stopped, raising=False)
+    with handled(), pytest.raises(Terminated):
+        IndexedWriter(tmp_path / "data", np.uint16)
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_writer_that_fails_to_open_leaves_the_others_cleaned_up(tmp_path, monkeypatch):
     jsonl = tmp_path / "in.jsonl"
     jsonl.write_text('{"text": "one", "title": "two"}\n')

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
+from ..common.stop_signals import signals_held
 
 # How to make a missing prefix, said wherever one is missing.
 MAKE_PREFIX = ("make it with python -m helpers.preprocess --input FILE.jsonl --output-prefix PREFIX --tokenizer NAME "
@@ -123,9 +124,10 @@ class IndexedWriter:
         remove_stale_temporaries(self.prefix)
         self._bin_tmp = temporary_name(bin_path(self.prefix))
         self._idx_tmp = temporary_name(idx_path(self.prefix))
-        self._bin = open(self._bin_tmp, "wb")
-        self._discard = weakref.finalize(self, _discard_temporaries, handle=self._bin,
-                                         paths=(self._bin_tmp, self._idx_tmp), owner=os.getpid())
+        with signals_held():  # a stop signal the moment the file appears must find its removal registered
+            self._bin = open(self._bin_tmp, "wb")
+            self._discard = weakref.finalize(self, _discard_temporaries, handle=self._bin,
+                                             paths=(self._bin_tmp, self._idx_tmp), owner=os.getpid())
         self._lengths: list[np.ndarray] = []
         self._document_ends: list[np.ndarray] = []
         self._sequences = 0
