@@ -32,12 +32,12 @@ KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
 workshop: $(VENV)/.installed $(KERNEL_SPEC) corpus  ## build the corpus and execute every notebook into runs/workshop/
 	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
-# pytest-xdist workers (TEST_WORKERS=0: one process): notebooks that share a data/ folder and each test module
-# stay on one worker (tests/conftest.py names the groups).
+# pytest-xdist workers (TEST_WORKERS=0: one process); tests/conftest.py keeps together on one worker what must
+# run together (notebooks that share a data/ folder, a test module's fixtures).
 TEST_WORKERS ?= 2
 
 test: $(VENV)/.installed-test $(KERNEL_SPEC)  ## run the whole test suite
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 corpus: $(VENV)/.installed  ## build the default real corpus in data/raw (skipped when complete)
 	$(PY) -m helpers.corpus --out data/raw

@@ -1,6 +1,6 @@
-"""Notebooks run headless with small parameters, and what they record is read back and checked.
-
-(nbval separately re-runs every committed notebook with its default parameters: see `make test`.)
+"""What the notebooks record (helpers.workshop.env.record) is read back and checked: for most, the metrics of
+nbval's own run with the default parameters (`default_run_metrics` in conftest.py: one run of each notebook
+serves nbval's comparison of the committed outputs and these checks); 02 to 05 headless on a small corpus.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from helpers.common.paths import NOTEBOOK_DIR
+from helpers.common.paths import DATA_DIR, NOTEBOOK_DIR, RUNS_DIR
 from helpers.runs.command import run_notebook
 
 pytestmark = pytest.mark.notebook
@@ -36,10 +36,8 @@ def test_every_notebook_has_the_workshop_shape():
         assert not any(o.output_type == "error" for o in outputs), f"{path.name}: committed with an error"
 
 
-def test_00_environment_and_corpus(tmp_path, corpus_dir):
-    entry = run_notebook(_notebook("00_environment_and_corpus"), tmp_path / "00.ipynb")
-    assert entry["status"] == "ok", entry.get("error")
-    metrics = entry["metrics"]
+def test_00_environment_and_corpus(default_run_metrics):
+    metrics = default_run_metrics("00_environment_and_corpus")
     assert metrics["device"] in {"cpu", "cuda", "mps"}
     assert metrics["corpus_mb.total"] >= 10
     assert metrics["corpus_documents.literature"] == 1374  # fixed, checksummed source
@@ -49,16 +47,13 @@ def test_00_environment_and_corpus(tmp_path, corpus_dir):
     assert metrics["ln_vocab.llama3"] == pytest.approx(11.7617, abs=1e-4)  # ln 128,256: the flat loss of random tokens
 
 
-def test_01_tokenizer_choice_small(tmp_path, corpus_dir):
-    parameters = {"sample_chars": 60_000, "bpe_vocab_sizes": [300, 1024], "bpe_train_mb": 0.2, "timing_repeats": 1}
-    entry = run_notebook(_notebook("01_tokenizer_choice"), tmp_path / "01.ipynb", parameters)
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+def test_01_tokenizer_choice(default_run_metrics):
+    m = default_run_metrics("01_tokenizer_choice")
     for domain in ("literature", "docs", "code"):
         assert 2.8 < m[f"bytes_per_token.llama3.{domain}"] < 5.5
         assert m[f"bytes_per_token.bytes.{domain}"] == pytest.approx(1.0, abs=0.02)
         assert m[f"bytes_per_token.mistral.{domain}"] < m[f"bytes_per_token.llama3.{domain}"]
-        assert len(m[f"bpe_bytes_per_token.{domain}"]) == 2
+        assert len(m[f"bpe_bytes_per_token.{domain}"]) == 3  # one for each of the default vocabulary sizes
     assert m["vocab_parameter_share.llama3"] > 0.5 > m["vocab_parameter_share.bytes"]
     assert m["disk_bytes_per_text_byte.llama3"] > m["disk_bytes_per_text_byte.mistral"]
     assert m["mb_per_s.llama3"] > 0  # a rate is recorded; how fast is for benchmarks/, not tests
@@ -115,24 +110,18 @@ def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     assert m["streaming_deterministic"] is True
 
 
-def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(tmp_path, corpus_dir):
-    parameters = {"steps": 100, "model_overrides": {"num_hidden_layers": 2}, "run_dir": str(tmp_path / "runs")}
-    entry = run_notebook(_notebook("06_training_real_vs_synthetic"), tmp_path / "06.ipynb", parameters)
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+def test_06_real_beats_synthetic_and_synthetic_sits_at_ln_v(default_run_metrics):
+    m = default_run_metrics("06_training_real_vs_synthetic")
     assert m["real_final_loss"] < m["synthetic_final_loss"] - 1.0
     assert m["synthetic_final_loss"] >= 0.95 * m["ln_vocab"] and m["synthetic_eval_loss"] >= 0.95 * m["ln_vocab"]
     assert m["real_eval_loss"] < m["synthetic_eval_loss"]
     assert m["ln_vocab"] == pytest.approx(8.318, abs=1e-3)  # ln 4096: the vocabulary came from the sidecar
     assert 0 < m["max_reads_per_token"] < 1  # 100 steps of 16 x 128 read each domain less than once
-    assert (tmp_path / "runs" / "real.csv").exists() and (tmp_path / "runs" / "synthetic.csv").exists()
+    assert (RUNS_DIR / "06" / "real.csv").exists() and (RUNS_DIR / "06" / "synthetic.csv").exists()
 
 
-def test_07_cleaning_measures_duplication_and_its_effect_on_the_blend(tmp_path, corpus_dir):
-    parameters = {"run_dir": str(tmp_path / "clean"), "run_ray": False, "sample_pairs": 60}
-    entry = run_notebook(_notebook("07_cleaning_dedup_scaling"), tmp_path / "07.ipynb", parameters)
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+def test_07_cleaning_measures_duplication_and_its_effect_on_the_blend(default_run_metrics):
+    m = default_run_metrics("07_cleaning_dedup_scaling")
     assert m["removed_documents"] == 2  # one exact copy in docs, one in code; nothing near-duplicate at 0.8
     assert m["removed_fraction.exact.docs"] == pytest.approx(1 / 79, abs=1e-6)
     assert m["removed_fraction.exact.code"] == pytest.approx(1 / 192, abs=1e-6)
@@ -145,27 +134,21 @@ def test_07_cleaning_measures_duplication_and_its_effect_on_the_blend(tmp_path, 
     assert m["tokens_removed_fraction.docs"] < 0.01
     assert m["modules_missing_an_import"] > 0  # --lines deletes imports from code
     assert m["precision.strict.0.15"] < m["precision.broad.0.15"]
-    assert (tmp_path / "clean" / "report.json").exists() and not (tmp_path / "clean" / "ray").exists()
+    assert m["ray_identical_outputs"] is True  # the same run as Ray tasks wrote the same files
+    assert (DATA_DIR / "clean" / "report.json").exists()
 
 
-def test_08_every_framework_sees_the_same_batches_and_resumes_across_world_sizes(tmp_path, corpus_dir):
-    parameters = {"steps": 12, "resume_at": 6, "run_dir": str(tmp_path / "runs"),
-                  "data_dir": str(tmp_path / "megatron-08")}
-    entry = run_notebook(_notebook("08_same_data_every_framework"), tmp_path / "08.ipynb", parameters)
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+def test_08_every_framework_sees_the_same_batches_and_resumes_across_world_sizes(default_run_metrics):
+    m = default_run_metrics("08_same_data_every_framework")
     assert m["same_batches_everywhere"] is True and m["max_curve_gap"] < 1e-3
     finals = [m[f"final_loss.{name}"] for name in ("helpers.training", "trainer", "deepspeed", "megatron")]
-    assert max(finals) < m["synthetic_final_loss"] - 0.5  # 12 steps: already well below random tokens
+    assert max(finals) < m["synthetic_final_loss"] - 0.5  # 40 steps: well below random tokens
     assert m["resume_max_difference"] < 1e-7
-    assert (tmp_path / "runs" / "deepspeed.csv").exists() and (tmp_path / "runs" / "checkpoints").is_dir()
+    assert (RUNS_DIR / "08" / "deepspeed.csv").exists() and (RUNS_DIR / "08" / "checkpoints").is_dir()
 
 
-def test_09_every_planted_bug_is_named_and_three_show_in_the_loss(tmp_path, corpus_dir):
-    parameters = {"data_dir": str(tmp_path / "audit-09")}
-    entry = run_notebook(_notebook("09_is_my_batch_real"), tmp_path / "09.ipynb", parameters)
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+def test_09_every_planted_bug_is_named_and_three_show_in_the_loss(default_run_metrics):
+    m = default_run_metrics("09_is_my_batch_real")
     assert m["healthy_ok"] is True and m["bugs_caught"] == m["bugs_planted"] == 12
     assert m["trainer_default_stopped"] is True
     assert m["top10_share.llama3.real"] > 0.15 > 0.02 > m["top10_share.llama3.random"]

@@ -1,0 +1,131 @@
+"""How the whole suite runs, tests/ and nbval's notebooks alike (a conftest here reaches both):
+- kernels are headless and draw no progress bars;
+- the real corpus is built once, before anything (or any xdist worker) starts;
+- nbval's run of a notebook records its metrics to a file, which test_notebooks reads
+  (`default_run_metrics`) instead of running the notebook a second time;
+- `make test` runs on 2 pytest-xdist workers, each taking whole units of work (`unit_of`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TQDM_DISABLE", "1")  # inherited by notebook kernels started by nbval/papermill
+os.environ.setdefault("HELPERS_HEADLESS", "1")  # explorers print their knobs instead of showing widgets
+
+
+def pytest_sessionstart(session):
+    """Build the real corpus once, before any worker starts: nbval's notebooks read data/raw, and two workers
+    must not each build it."""
+    if not hasattr(session.config, "workerinput"):
+        from helpers.common.paths import RAW_DIR
+        from helpers.corpus.build import build_corpus
+
+        build_corpus(RAW_DIR, verbose=False)
+
+
+# Notebooks that share a folder under data/ run on one worker, in order: 02 writes data/megatron, which 03-05
+# (and their solutions) read; the others write folders of their own that their solutions read again.
+NOTEBOOK_CHAINS = {"02": "02-05", "03": "02-05", "04": "02-05", "05": "02-05"}
+
+
+# Where the notebooks nbval runs record their metrics (helpers.workshop.env.record), one folder per process:
+# the tests of notebooks/*.ipynb's default runs read them there instead of running each notebook a second time.
+NBVAL_METRICS_DIR = Path(tempfile.mkdtemp(prefix="nbval-metrics-"))
+
+
+def nbval_run(notebook: Path) -> Path:
+    """The name nbval's run of `notebook` records its metrics under (`read_metrics` takes it)."""
+    return NBVAL_METRICS_DIR / f"{notebook.parent.name}-{notebook.name}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before an nbval cell (the first one starts the kernel, which inherits it): where `record` writes."""
+    if item.path.suffix == ".ipynb":
+        from helpers.workshop.env import METRICS_FILE_ENV, metrics_file
+
+        os.environ[METRICS_FILE_ENV] = str(metrics_file(nbval_run(item.path)))
+
+
+def pytest_runtest_teardown(item):
+    if item.path.suffix == ".ipynb":
+        from helpers.workshop.env import METRICS_FILE_ENV
+
+        os.environ.pop(METRICS_FILE_ENV, None)
+
+
+def pytest_sessionfinish(session):
+    shutil.rmtree(NBVAL_METRICS_DIR, ignore_errors=True)
+
+
+# test_examples' tests that share its module fixture `real_runs` (four framework runs): one unit, built once.
+REAL_RUNS_TESTS = ("test_real_data_beats_random_tokens_on_the_same_steps",
+                   "test_every_framework_learns_from_the_loaders_global_batches",
+                   "test_every_framework_draws_the_same_loss_curve",
+                   "test_trainer_under_torchrun_takes_the_steps_it_takes_on_one_process",
+                   "test_every_zero_stage_takes_the_same_steps")
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work an xdist worker runs whole and in order, from a test's id:
+    - a notebook's cells, with every notebook and test that shares its data/ folder or reads its default run
+      (test_notebooks' `test_NN_...`);
+    - in test_examples, the tests of `real_runs` together and every other test alone (the planted-bug matrix is
+      a third of the suite);
+    - elsewhere a module (its module-scoped fixtures are built once)."""
+    path, _, rest = nodeid.partition("::")
+    name = Path(path).name
+    notebook = re.match(r"(\d\d)_", name) if name.endswith(".ipynb") else None
+    if name == "test_notebooks.py":
+        notebook = re.match(r"test_(\d\d)_", rest)
+        if notebook is None:
+            return nodeid
+    if notebook is not None:
+        number = notebook.group(1)
+        return f"notebooks-{NOTEBOOK_CHAINS.get(number, number)}"
+    if name == "test_examples.py":
+        return f"{path}::real_runs" if rest.split("[")[0] in REAL_RUNS_TESTS else nodeid
+    return path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s workers (pytest -n 2) take whole units (`unit_of`), largest first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return UnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Notebooks first: a test that reads a notebook's default run comes after the run, in the same unit."""
+    items.sort(key=lambda item: item.path.suffix != ".ipynb")
+
+
+@pytest.fixture
+def default_run_metrics(tmp_path):
+    """notebook stem -> the metrics of its run with default parameters: those nbval's run recorded in this
+    process when it ran the notebook whole (it runs first, on the same worker), else a papermill run of our own
+    (when the tests run without the notebooks)."""
+    from helpers.common.paths import NOTEBOOK_DIR
+    from helpers.runs.command import run_notebook
+    from helpers.workshop.env import metrics_file, read_metrics
+
+    def metrics(stem: str) -> dict:
+        notebook = NOTEBOOK_DIR / f"{stem}.ipynb"
+        if metrics_file(nbval_run(notebook)).exists():
+            return read_metrics(nbval_run(notebook))
+        entry = run_notebook(notebook, tmp_path / notebook.name)
+        assert entry["status"] == "ok", entry.get("error")
+        return entry["metrics"]
+
+    return metrics
