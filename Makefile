@@ -25,7 +25,7 @@ KERNEL_DISPLAY := Pretraining data (.venv)
 REGISTER_KERNEL = $(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "$(KERNEL_DISPLAY)"
 KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
 
-.PHONY: workshop test lab corpus clean
+.PHONY: workshop test lab corpus preflight clean
 
 # One run of every notebook in order (02 writes what 03-05 read), by the same machinery as the grids in
 # notebooks/grids/: executed copies, run.log, summary.json, summary.md and figures/ in runs/workshop/.
@@ -41,6 +41,10 @@ test: $(VENV)/.installed-test $(KERNEL_SPEC)  ## run the whole test suite
 
 corpus: $(VENV)/.installed  ## build the default real corpus in data/raw (skipped when complete)
 	$(PY) -m helpers.corpus --out data/raw
+
+preflight:  ## is this machine ready? Python, disk, torch, corpus and kernel: one line each, with its fix
+	@test -x $(PY) || { echo "FAIL  venv    no .venv in this folder; fix: make workshop"; exit 1; }
+	@$(PY) -m helpers.workshop.preflight
 
 lab: $(VENV)/.installed $(KERNEL_SPEC)  ## open JupyterLab on the notebooks, on this machine only (127.0.0.1)
 	$(PY) -m jupyter lab --ip 127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
