@@ -19,6 +19,14 @@ import pytest
 os.environ.setdefault("TQDM_DISABLE", "1")  # inherited by notebook kernels started by nbval/papermill
 os.environ.setdefault("HELPERS_HEADLESS", "1")  # explorers print their knobs instead of showing widgets
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each worker gets its share of the cores for OpenMP (torch's threads), inherited by the kernels and
+    # processes it starts: two workers each spinning two threads on two cores ran notebook 06's training
+    # seven times slower than alone.
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, str(_share))
+
 
 def pytest_sessionstart(session):
     """Build the real corpus once, before any worker starts: nbval's notebooks read data/raw, and two workers
