@@ -32,7 +32,7 @@ KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
 workshop: $(VENV)/.installed $(KERNEL_SPEC) corpus  ## build the corpus and execute every notebook into runs/workshop/
 	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
-# pytest-xdist workers (TEST_WORKERS=0: one process); tests/conftest.py keeps together on one worker what must
+# pytest-xdist workers (TEST_WORKERS=0: one process); the root conftest.py keeps together on one worker what must
 # run together (notebooks that share a data/ folder, a test module's fixtures).
 TEST_WORKERS ?= 2
 
