@@ -1,9 +1,10 @@
-"""Progress bars: text bars when headless, so the executed notebook keeps the bar's final line."""
+"""Progress bars are for a person watching: off in a headless run, whose saved notebook would otherwise keep them
+as stderr blocks; messages for the user reach a notebook on stdout."""
 
 from __future__ import annotations
 
 import io
-import re
+import sys
 
 import nbformat
 import pytest
@@ -19,35 +20,41 @@ def run_cell(source: str, tmp_path) -> nbformat.NotebookNode:
     return notebook
 
 
-def shown(text: str) -> list[str]:
-    """The lines a notebook viewer shows of a stream: each carriage return erases its line so far."""
-    return [re.sub(r".*\r", "", line) for line in text.split("\n") if re.sub(r".*\r", "", line).strip()]
-
-
-def test_headless_gives_the_text_bar(monkeypatch):
-    from tqdm.std import tqdm as text_bar
-
+def test_headless_bars_are_off_even_when_asked_for(monkeypatch):
     monkeypatch.setenv("HELPERS_HEADLESS", "1")
-    assert progress.bar_class() is text_bar
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
-    bar = progress.progress_bar(total=3, file=io.StringIO(), disable=False)
-    assert isinstance(bar, text_bar) and bar.mininterval == progress.HEADLESS_MININTERVAL
-    bar.close()
-    assert progress.progress_bar(total=3, file=io.StringIO(), disable=False, mininterval=0.5).mininterval == 0.5
+    assert progress.progress_bar(total=3, file=io.StringIO(), disable=False).disable
+    monkeypatch.setenv("HELPERS_HEADLESS", "0")
+    assert not progress.progress_bar(total=3, file=io.StringIO(), disable=False).disable
 
 
-def test_executed_headless_notebook_keeps_the_final_line_and_no_widget(monkeypatch, tmp_path):
+def test_an_executed_headless_notebook_keeps_no_bar_and_no_widget(monkeypatch, tmp_path):
     monkeypatch.setenv("HELPERS_HEADLESS", "1")
     monkeypatch.delenv("TQDM_DISABLE", raising=False)  # the kernel inherits this environment
     notebook = run_cell("from helpers.common.progress import progress_bar\n"
                         "import time\n"
                         "for _ in progress_bar(range(40), desc='work', mininterval=0.01):\n"
-                        "    time.sleep(0.005)", tmp_path)
+                        "    time.sleep(0.005)\n"
+                        "print('done')", tmp_path)
     outputs = notebook.cells[0].outputs
-    assert {(o.output_type, o.name) for o in outputs} == {("stream", "stderr")}
-    lines = shown("".join(o.text for o in outputs))
-    assert len(lines) == 1 and lines[0].startswith("work: 100%") and "40/40" in lines[0], lines
+    assert [(o.output_type, o.name, o.text) for o in outputs] == [("stream", "stdout", "done\n")]
     assert "widgets" not in notebook.metadata
+
+
+def test_a_message_for_the_user_goes_to_stdout_in_a_kernel_and_stderr_in_a_terminal(tmp_path):
+    from helpers.common.headless import message_stream
+
+    assert message_stream() is sys.stderr
+    notebook = run_cell("from helpers.common.headless import message_stream\n"
+                        "print('note: read me', file=message_stream())", tmp_path)
+    assert [(o.name, o.text) for o in notebook.cells[0].outputs] == [("stdout", "note: read me\n")]
+
+
+def test_the_loaders_data_line_reaches_a_notebook_on_stdout(tmp_path):
+    notebook = run_cell("from helpers.loading.loader import log\nlog.warning('SYNTHETIC DATA, asked for by name')",
+                        tmp_path)
+    assert [(o.name, o.text) for o in notebook.cells[0].outputs] == [
+        ("stdout", "helpers.loading.loader: SYNTHETIC DATA, asked for by name\n")]
 
 
 @pytest.mark.parametrize("value", ["0", ""])

@@ -25,13 +25,25 @@ import numpy as np
 import torch
 
 from ..common.errors import UserError
+from ..common.headless import message_stream
 from ..common.paths import CACHE_DIR
 from ..datasets.layout import BATCH_KEYS
 from .sources import Source, SourceSettings, open_source
 
 log = logging.getLogger("helpers.loading.loader")
+
+
+class _WhereTheUserLooks(logging.StreamHandler):
+    """stderr in a terminal or a log file; stdout in a notebook kernel, where stderr is drawn as an error block
+    and a batch run would commit it as one (the line is news, not an error: SYNTHETIC DATA says so in words)."""
+
+    def emit(self, record):
+        self.stream = message_stream()
+        super().emit(record)
+
+
 if not log.handlers:  # say where the data comes from even when the application configured no logging
-    _handler = logging.StreamHandler()
+    _handler = _WhereTheUserLooks()
     _handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     log.addHandler(_handler)
     log.setLevel(logging.INFO)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..common.errors import DataNotFoundError, UserError
+from ..common.paths import shown
 from ..datasets.blending import (
     Blend,
     blending_indices,
@@ -172,7 +173,7 @@ class MegatronSource(Source):
         opened = [IndexedDataset(p) for p in self.blend.prefixes]
         documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
-                f" in all), tokenizer {self.facts.tokenizer} ({self.facts.source})")
+                f" in all), tokenizer {self.facts.tokenizer} ({shown(self.facts.source)})")
 
 
 # ---------------------------------------------------------------- a flat .npy
@@ -214,7 +215,7 @@ class NpySource(Source):
                         "samples": self.num_samples})
 
     def describe(self) -> str:
-        return (f"real data: {self.path} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.window_count:,} "
+        return (f"real data: {shown(self.path)} ({self.tokens.size:,} {self.tokens.dtype} tokens), {self.window_count:,} "
                 f"windows of {self.seq_length + 1} from window {self.first_window:,}, EOD {self.eod_id}")
 
 
@@ -267,7 +268,7 @@ class ShardSource(Source):
                         "seq_length": self.seq_length, "samples": self.num_samples})
 
     def describe(self) -> str:
-        return (f"real data: {len(self.shards)} shards in {self.folder} ({self.window_count:,} windows of "
+        return (f"real data: {len(self.shards)} shards in {shown(self.folder)} ({self.window_count:,} windows of "
                 f"{self.seq_length + 1}, {self.dtype.name}), EOD {self.eod_id}")
 
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
+from ..common.headless import message_stream
 from ..common.progress import progress_bar
 from ..corpus.jsonl import check_json_keys
 from ..corpus.columnar import check_columns, is_columnar
@@ -96,7 +97,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers,
                             one_run_of_megabytes=None if size is None else size / 1e6)
     if encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
-        print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=sys.stderr)
+        print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=message_stream())
     if chosen.fast and engine == "local" and partitions == 1:
         load_fast_early(made_by)  # this process encodes: its vocabulary loads while the input is read
     settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
@@ -111,7 +112,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     if partitions > 1 and len(ranges) < partitions and any(map(is_compressed, input_files(input_path))):
         print(f"note: {input_path}: a compressed file cannot be cut into byte ranges, so it runs as {len(ranges)} "
               f"{'Ray task' if engine == 'ray' else 'partition'}{'s' * (len(ranges) > 1)}, not {partitions}",
-              file=sys.stderr)
+              file=message_stream())
     start = time.perf_counter()
     meter = None
     try:
@@ -154,7 +155,7 @@ class _Progress:
         self.bytes = summary.bytes_read
         if self.log_interval and not self.progress and summary.documents >= self.next_log:
             print(f"processed {summary.documents:,} documents ({summary.documents / elapsed:,.0f} docs/s, "
-                  f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=sys.stderr)
+                  f"{summary.bytes_read / 1e6 / elapsed:.2f} MB/s)", file=message_stream())
             self.next_log = (summary.documents // self.log_interval + 1) * self.log_interval
 
     def close(self) -> None:
