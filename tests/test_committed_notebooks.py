@@ -31,3 +31,28 @@ def test_no_output_of_an_application_type(path):
     found = [(index, kind) for index, cell in code_cells(path) for output in cell.outputs
              for kind in output.get("data", {}) if kind.startswith("application/")]
     assert not found, f"{path.name}: outputs meant for programs in cells {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOK_DIR)))
+def test_no_stderr_output(path):
+    """Progress bars are off in headless runs and messages for the user go to stdout in a kernel: a viewer draws
+    stderr as an error block."""
+    found = [index for index, cell in code_cells(path) for output in cell.outputs if output.get("name") == "stderr"]
+    assert not found, f"{path.name}: stderr outputs in cells {sorted(set(found))}"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.])(/work/|/home/|/tmp/|/Users/|/root/|/private/|[A-Z]:\\)")
+
+
+def output_text(output) -> str:
+    if "text" in output:
+        return output.text
+    return "\n".join(str(value) for kind, value in output.get("data", {}).items() if kind.startswith("text/"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOK_DIR)))
+def test_no_path_of_the_machine_that_ran_it(path):
+    """Printed paths are relative to the notebook (helpers.common.paths.shown): a reader's machine has other ones."""
+    found = [(index, MACHINE_PATH.search(output_text(output)).group(0)) for index, cell in code_cells(path)
+             for output in cell.outputs if MACHINE_PATH.search(output_text(output))]
+    assert not found, f"{path.name}: absolute paths in outputs of cells {found}"
