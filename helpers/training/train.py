@@ -59,7 +59,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "implementation": "fast",
         "model": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                       num_attention_heads=12, tie_word_embeddings=False),
-        "train": dict(seq_length=1024, batch_size=32, steps=1000, lr=6e-4, min_lr=6e-5, warmup_steps=100,
+        "train": dict(seq_length=1024, batch_size=32, steps=500, lr=6e-4, min_lr=6e-5, warmup_steps=100,
                       weight_decay=0.1, grad_clip=1.0, eval_every=200, eval_batches=20, dtype="bfloat16",
                       compile=True, compile_mode="default", fused_adamw=True, loss_kernel="torch", seed=0,
                       log_every=10),

@@ -4,6 +4,7 @@ several under torchrun, its per-step log read back. The notebook and the tests l
     run = run_framework("deepspeed", ["--data-path", *blend, "--steps", "40"], processes=2, csv=log_path)
     run.log          # step, loss (and batch_digest) per step, as the framework wrote them
     run.stderr_line  # the last line it printed on stderr: its one-line refusal when it refused
+    print(excerpt("examples/trainer.py", "TrainingArguments(", "Trainer(model="))  # the lines that wire it
 
 `helpers.training` is given the examples' optimizer (Adam at a constant rate, no weight decay, no
 clipping, no evaluation) and their train split, so that on the same batches from the same weights every
@@ -12,10 +13,12 @@ framework takes the same steps.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,24 @@ FRAMEWORKS: dict[str, list[str]] = {
     "deepspeed": [str(EXAMPLES_DIR / "deepspeed_zero.py")],
     "megatron": [str(EXAMPLES_DIR / "megatron_gpt.py")],
 }
+
+# framework -> (the module it needs, how to install it)
+PACKAGES: dict[str, tuple[str, str]] = {
+    "helpers.training": ("torch", "pip install -e ."),
+    "trainer": ("transformers", "pip install -e ."),
+    "deepspeed": ("deepspeed", "pip install -e '.[deepspeed]'"),
+    "megatron": ("megatron.core", "pip install -e ."),
+}
+
+
+def not_installed(framework: str) -> str | None:
+    """One line saying `framework`'s package is missing and how to install it (a notebook skips it), or None."""
+    module, install = PACKAGES[framework]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package of a dotted name is missing
+        found = False
+    return None if found else f"{framework}: {module} is not installed, so it is skipped; fix: {install}"
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,21 @@ class FrameworkRun:
             raise UserError(f"{self.framework} on {self.processes} process(es) exited {self.returncode}: "
                             f"{self.cause}")
         return self
+
+
+def excerpt(path: str | Path, first: str, last: str | None = None) -> str:
+    """The lines of `path` (relative to the repository) from the first that contains `first` to the next that
+    contains `last` (only that line when `last` is None), dedented under a `path, lines a-b:` header: a lesson
+    quotes the script it runs, read from the file, so the quote cannot drift from the code."""
+    lines = (REPO_ROOT / path).read_text().splitlines()
+    start = next((k for k, line in enumerate(lines) if first in line), None)
+    if start is None:
+        raise UserError(f"{path} has no line with {first!r}; fix: quote a line the file still has")
+    end = start if last is None else next((k for k in range(start, len(lines)) if last in lines[k]), None)
+    if end is None:
+        raise UserError(f"{path} has no line with {last!r} after line {start + 1}; fix: quote a line the file has")
+    return f"{path}, lines {start + 1}-{end + 1}:\n" + textwrap.indent(
+        textwrap.dedent("\n".join(lines[start:end + 1])), "    ")
 
 
 def model_flags(overrides: dict) -> list[str]:

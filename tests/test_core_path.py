@@ -1,0 +1,96 @@
+"""The workshop's core path fits a 90-minute room, and a learner who skips every deep dive can still run it.
+
+The core path is every cell of `notebooks/NN_*.ipynb` not tagged `optional`; deep dives are `optional` cells under
+a heading that says "Deep dive", collapsed in JupyterLab. Each lesson has a `your-turn` cell the learner writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from helpers.common.paths import NOTEBOOK_DIR
+
+LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+CORE_WORDS = 7_000  # markdown words in core cells, all lessons together: about 40 minutes of reading at 175 a minute
+
+
+def cells(path):
+    return nbformat.read(path, as_version=4).cells
+
+
+def optional(cell) -> bool:
+    return "optional" in cell.metadata.get("tags", [])
+
+
+def core_words(path) -> int:
+    return sum(len(cell.source.split()) for cell in cells(path) if cell.cell_type == "markdown" and not optional(cell))
+
+
+def test_the_core_path_is_at_most_seven_thousand_words():
+    words = {path.name[:2]: core_words(path) for path in LESSONS}
+    assert sum(words.values()) <= CORE_WORDS, f"core words per notebook: {words}, {sum(words.values()):,} in all"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name[:2])
+def test_every_deep_dive_is_optional_from_its_heading_to_the_next_core_heading(path):
+    """A deep dive opens with an optional `## Deep dive: ...` heading (collapsed in JupyterLab), and every cell up to
+    the next heading of its level is optional too; no optional cell stands alone in the core path."""
+    inside, level, wrong = False, 0, []
+    for index, cell in enumerate(cells(path)):
+        heading = re.match(r"(#+) ", cell.source) if cell.cell_type == "markdown" else None
+        if heading and inside and len(heading.group(1)) <= level:
+            inside = False
+        if heading and "deep dive" in cell.source.splitlines()[0].lower():
+            inside, level = True, len(heading.group(1))
+            if not cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+                wrong.append((index, "deep-dive heading not collapsed"))
+        if inside != optional(cell):
+            wrong.append((index, "optional outside a deep dive" if optional(cell) else "core cell inside a deep dive"))
+    assert not wrong, f"{path.name}: {wrong}"
+
+
+def defined_and_used(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell binds (assignments, imports, defs, loop targets) and names it reads."""
+    tree = ast.parse(re.sub(r"^\s*[!%].*$", "", source, flags=re.M))
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, read
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name[:2])
+def test_a_core_cell_reads_no_name_that_only_a_deep_dive_defines(path):
+    """Skipping every deep dive leaves a notebook that runs: names a core cell reads come from core cells."""
+    core_bound, only_optional, missing = set(), set(), []
+    for index, cell in enumerate(cells(path)):
+        if cell.cell_type != "code":
+            continue
+        bound, read = defined_and_used(cell.source)
+        if optional(cell):
+            only_optional |= bound - core_bound
+        else:
+            missing += [(index, name) for name in sorted(read & only_optional - core_bound - bound)]
+            core_bound |= bound
+    assert not missing, f"{path.name}: core cells read names defined only in deep dives: {missing}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name[:2])
+def test_every_lesson_has_a_your_turn_cell_followed_by_its_check(path):
+    notebook = cells(path)
+    turns = [i for i, cell in enumerate(notebook) if "your-turn" in cell.metadata.get("tags", [])]
+    assert turns, f"{path.name}: no cell tagged your-turn"
+    for index in turns:
+        assert notebook[index].cell_type == "code" and not optional(notebook[index]), f"{path.name}: cell {index}"
+        following = [c.source for c in notebook[index + 1:index + 4] if c.cell_type == "code"]
+        assert any("check(" in source for source in following), f"{path.name}: no check after your-turn cell {index}"
