@@ -284,3 +284,34 @@ def test_a_stopped_grid_stops_its_runs_and_summarises_what_ended(tmp_path):
     assert summary["stopped"] is True
     assert [(e["status"], e["metrics"]) for e in summary["notebooks"]] == [("ok", {"nap_s": 0.0})]
     assert "**Stopped**" in (out / "summary.md").read_text()
+
+
+def test_a_kernel_that_dies_while_starting_is_started_again_at_most_three_times(tmp_path, monkeypatch, capsys):
+    """A kernel whose port another process took dies before it answers: nothing ran, so the run starts it again
+    (up to three tries)."""
+    import papermill
+
+    from helpers.runs import command
+
+    calls = []
+
+    def dies_twice(*args, **kwargs):
+        calls.append(args)
+        if len(calls) < 3:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        Path(args[1]).write_text(nbformat.writes(nbformat.v4.new_notebook()))
+
+    monkeypatch.setattr(papermill, "execute_notebook", dies_twice)
+    entry = command.run_notebook(Path("probe.ipynb"), tmp_path / "out.ipynb")
+    assert entry["status"] == "ok" and len(calls) == 3
+    assert capsys.readouterr().err.count("its kernel died while starting") == 2
+
+    def always_dies(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", always_dies)
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        command.run_notebook(Path("probe.ipynb"), tmp_path / "out.ipynb")
+    assert len(calls) == command.KERNEL_START_TRIES

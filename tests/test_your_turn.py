@@ -35,6 +35,11 @@ def test_a_wrong_answer_names_where_it_first_differs(yours, expected, says, caps
     assert says in capsys.readouterr().out
 
 
+def test_a_range_is_as_good_as_its_list():
+    assert first_difference(range(2, 4), [2, 3]) is None
+    assert "[1] is 4, expected 3" in first_difference(range(3, 5), [3, 3])
+
+
 def test_floats_equal_to_rounding_pass():
     assert first_difference(0.1 + 0.2, 0.3) is None
 

@@ -64,6 +64,10 @@ KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
 RUN_DIR_PARAMETER = "run_dir"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS")
+# jupyter_client gives a new kernel free TCP ports it found by binding and releasing them; another process starting
+# at the same moment can take one first, and the kernel dies before it answers. Nothing ran yet: start it again.
+KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
+KERNEL_START_TRIES = 3
 STOP_GRACE_S = 30  # how long a stopped run may take to shut its kernel down before it is killed
 GRID_EXAMPLE = "'capacity: [512, 2048]'"
 
@@ -83,8 +87,15 @@ def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None
     start = time.perf_counter()
     failure = None
     try:
-        papermill.execute_notebook(str(notebook), str(output), parameters=parameters or {},
-                                   kernel_name=kernel, cwd=str(cwd), progress_bar=False)
+        for attempt in range(1, KERNEL_START_TRIES + 1):
+            try:
+                papermill.execute_notebook(str(notebook), str(output), parameters=parameters or {},
+                                           kernel_name=kernel, cwd=str(cwd), progress_bar=False)
+                break
+            except RuntimeError as err:  # the kernel died at its start, before any cell ran: start it again
+                if KERNEL_START_FAILURE not in str(err) or attempt == KERNEL_START_TRIES:
+                    raise
+                print(f"{notebook.name}: its kernel died while starting ({err}); starting it again", file=sys.stderr)
     except papermill.PapermillExecutionError as err:
         failure = err
     finally:

@@ -14,6 +14,8 @@ import numpy as np
 
 def first_difference(yours: Any, expected: Any, where: str = "") -> str | None:
     """Where `yours` first differs from `expected` (arrays, sequences, mappings, numbers), or None when equal."""
+    if isinstance(yours, range):  # a natural answer for a run of indices
+        yours = list(yours)
     if isinstance(expected, np.ndarray) or isinstance(yours, np.ndarray):
         yours_array, expected_array = np.asarray(yours), np.asarray(expected)
         if yours_array.shape != expected_array.shape:
