@@ -118,7 +118,7 @@ def test_every_input_format_gives_the_same_bytes_with_either_encoder(tmp_path, c
     assert _bytes(made[0]) == _bytes(made[1])
 
 
-def test_the_ray_engine_gives_the_same_bytes_with_the_fast_encoder(tmp_path, corpus_dir):
+def test_the_ray_engine_gives_the_same_bytes_with_the_fast_encoder(tmp_path, corpus_dir, ray_cluster):
     source = corpus_dir / "docs.jsonl"
     local = preprocess(source, tmp_path / "local", "llama3", workers=2, append_eod=True, progress=False,
                        encoder="reference")
