@@ -172,14 +172,16 @@ def due_step(bug: str, tokens_per_step: int, rows: int, ranks: int) -> int:
     return PLANTED_AT
 
 
-# Every bug in one command end to end (helpers.training, DDP on 2 processes). The planter and the auditor are one
-# code path in every framework and are tested bug by bug in process (test_audit, test_audit_third_party); what
-# a framework wires itself is launched for each framework: the loader's rank (rank-not-set), the model's vocabulary
-# (past-vocab), a stop several steps in with the steps counted over the ranks (resume-replays), and in Trainer,
-# whose collator plants and whose callback audits what the model is called with, the labels' bugs and a replay.
+# Every bug end to end in one command (helpers.training, DDP on 2 processes), but uint16-wrap, which needs 16,384
+# ids of a 128k vocabulary per rank before it shows: on Trainer's one process that is half the work. The planter
+# and the auditor are one code path in every framework and are tested bug by bug in process (test_audit,
+# test_audit_third_party); what a framework wires itself is launched for each: the loader's rank (rank-not-set),
+# the model's vocabulary (past-vocab), a stop several steps in with the steps counted over the ranks
+# (resume-replays), and in Trainer, whose collator plants and whose callback audits what the model is called
+# with, the labels' bugs and a replay.
 WIRED = ["rank-not-set", "past-vocab", "resume-replays"]
-PLANTED_IN = {"ddp": list(BUGS), "fsdp": WIRED, "deepspeed": WIRED,
-              "trainer": [*WIRED, "double-shift", "no-shift", "padding-in-loss", "stream-loops"]}
+PLANTED_IN = {"ddp": [bug for bug in BUGS if bug != "uint16-wrap"], "fsdp": WIRED, "deepspeed": WIRED,
+              "trainer": [*WIRED, "double-shift", "no-shift", "padding-in-loss", "stream-loops", "uint16-wrap"]}
 
 
 @pytest.mark.parametrize("framework, bug", [(framework, bug) for framework, bugs in PLANTED_IN.items()
