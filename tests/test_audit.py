@@ -345,6 +345,62 @@ def test_the_live_auditor_compares_ranks_under_torch_distributed(prefixes, tmp_p
         assert [r["error"][:2] for r in ranks] == [["same-batch-across-ranks", 0]] * 2
 
 
+PLANTED_SCRIPT = """
+import json, sys, warnings, torch.distributed as dist
+from helpers.audit.live import Auditor
+from helpers.audit.planting import BUGS, SETUP_BUGS, PlantedBatches, Planter
+from helpers.loading.loader import make_dataloader
+from helpers.training.distributed import finish_ranks
+dist.init_process_group("gloo")
+prefix, cache, out, steps, rows, seq = sys.argv[1], sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7])
+first = {}
+for bug in [bug for bug in BUGS if bug not in SETUP_BUGS]:
+    loader = make_dataloader([prefix], split="1,0,0", seq_length=seq, batch_size=rows, num_samples=steps * rows * 2,
+                             cache_dir=cache)
+    auditor = Auditor(vocab_size=128256, labels="shifted", on_finding="warn")  # every rank goes on to the end
+    first[bug] = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for batch in PlantedBatches(loader, Planter(bug, vocab_size=128256)):
+            found = auditor.step(batch)
+            if found and first[bug] is None:
+                first[bug] = [auditor.stream.step - 1, found[0].code]  # the one a raising auditor names
+with open(f"{out}/rank{dist.get_rank()}.json", "w") as file:
+    json.dump(first, file)
+finish_ranks()
+"""
+
+
+def test_every_bug_of_the_stream_is_named_on_two_ranks_at_the_step_it_first_shows(prefixes, tmp_path):
+    """The training commands' planter and live auditor (`batches_for_the_model`, here warning instead of raising so
+    that both ranks go on) on 2 processes under torchrun: each bug of the stream is first named, by a rank that
+    sees it, at the step the launches of test_examples stop at, under its own code."""
+    import json
+    import math
+    import os
+
+    from helpers.audit.planting import BUGS, PLANTED_AT, REPLAYED, REPLAYS, SETUP_BUGS, replay_named_at
+    from helpers.audit.statistics import WRAP_TOKENS
+
+    steps, rows, seq = 16, 4, 256
+    script = tmp_path / "planted.py"
+    script.write_text(PLANTED_SCRIPT)
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(script), prefixes["llama3"]["literature"], str(tmp_path / "cache"), str(tmp_path),
+                             str(steps), str(rows), str(seq)],
+                            capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    for bug in [bug for bug in BUGS if bug not in SETUP_BUGS]:
+        due = {"double-shift": 0, "no-shift": 0, "uint16-wrap": math.ceil(WRAP_TOKENS / (rows * seq)) - 1}.get(bug)
+        if bug in REPLAYS:
+            due = replay_named_at(PLANTED_AT, rows, 2, REPLAYED * rows if bug == "resume-replays" else None)
+        due = PLANTED_AT if due is None else due
+        seen = [rank[bug] for rank in ranks if rank[bug] is not None]
+        assert seen and min(step for step, _ in seen) == due, (bug, ranks)
+        assert {code for step, code in seen if step == due} == {BUGS[bug][0]}, (bug, ranks)
+
+
 def test_the_live_auditor_state_outlives_a_restart(real):
     from helpers.audit.live import Auditor, DataBugError
 

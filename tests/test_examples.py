@@ -172,21 +172,22 @@ def due_step(bug: str, tokens_per_step: int, rows: int, ranks: int) -> int:
     return PLANTED_AT
 
 
-# Every bug end to end in one command (helpers.training, DDP on 2 processes), but uint16-wrap, which needs 16,384
-# ids of a 128k vocabulary per rank before it shows: on Trainer's one process that is half the work. The planter
-# and the auditor are one code path in every framework and are tested bug by bug in process (test_audit,
-# test_audit_third_party); what a framework wires itself is launched for each: the loader's rank (rank-not-set),
-# the model's vocabulary (past-vocab), a stop several steps in with the steps counted over the ranks
-# (resume-replays), and in Trainer, whose collator plants and whose callback audits what the model is called
-# with, the labels' bugs and a replay.
+# The planter and the live auditor are one code path in every framework (`batches_for_the_model`, or Trainer's
+# collator and callback around the same two); each bug of the stream is named through them on two ranks in
+# test_audit, and the set-up bugs' switches are tested there too. Launched here, for each framework, is what it
+# wires itself: the loader's rank (rank-not-set), the model's vocabulary (past-vocab), a stop several steps in with
+# the steps counted over the ranks (resume-replays); in helpers.training also the labels it hands the auditor
+# (double-shift) and a finding on one rank alone (partly-random); in Trainer, whose collator plants and whose
+# callback audits what the model is called with, the labels' bugs, a loop and uint16-wrap (16,384 ids of a 128k
+# vocabulary per rank before it shows: on Trainer's one process, half the work of two).
 WIRED = ["rank-not-set", "past-vocab", "resume-replays"]
-PLANTED_IN = {"ddp": [bug for bug in BUGS if bug != "uint16-wrap"], "fsdp": WIRED, "deepspeed": WIRED,
+PLANTED_IN = {"ddp": [*WIRED, "double-shift", "partly-random"], "fsdp": WIRED, "deepspeed": WIRED,
               "trainer": [*WIRED, "double-shift", "no-shift", "padding-in-loss", "stream-loops", "uint16-wrap"]}
 
 
 @pytest.mark.parametrize("framework, bug", [(framework, bug) for framework, bugs in PLANTED_IN.items()
                                             for bug in bugs])
-def test_every_planted_bug_is_named_in_every_framework(framework, bug, prefix, large_vocab_prefix):
+def test_each_framework_wires_its_planted_bugs_to_the_audit(framework, bug, prefix, large_vocab_prefix):
     """The bug done to the real batches by name, as a broken script would; the audit names it, on the
     step it first shows, and the run stops there (exit 2, or torchrun's failure on 2 processes)."""
     name, processes, flags = AUDITED[framework]
