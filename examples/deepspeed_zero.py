@@ -7,9 +7,10 @@
 
 Each rank reads its slice of every global batch from `make_dataloader(rank=, world_size=)`; DeepSpeed
 averages the gradients and (from stage 1 up) shards the optimizer state, then the gradients (2), then the
-parameters (3). On a machine without GPUs DeepSpeed runs on its CPU accelerator over gloo; its first start
-compiles a small shared-memory communication op with g++ into `data/cache/torch_extensions` (about a minute,
-once), and Adam is torch's own (`torch_adam`), so no fused CUDA kernel is compiled.
+parameters (3). On a machine without GPUs DeepSpeed runs on its CPU accelerator over gloo. Nothing is compiled:
+Adam is torch's own (`torch_adam`), not a fused kernel, and the shared-memory op DeepSpeed's communication
+backend would build with g++ at its first start (half a minute, then a second at every start to load it) serves
+only its inference all-reduce, so it is left out (`without_the_inference_op`).
 Missing data stops the run with one line naming the path and how to make it; nothing falls back.
 `--audit` checks every batch before its step (the ranks compare theirs); `--plant-bug NAME` does one of the
 silent data bugs to the batches first, and says so, to see the audit name it.
@@ -17,6 +18,7 @@ silent data bugs to the batches first, and says so, to see the audit name it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -59,6 +61,12 @@ def deepspeed_config(args, world_size: int) -> dict:
     }
 
 
+def without_the_inference_op() -> None:
+    """Keep DeepSpeed's communication backend from building its shared-memory C++ op: only its
+    `inference_all_reduce` calls it, while training's all-reduce is torch.distributed's own."""
+    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None  # the module, not torch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(__doc__.split("\n\n")[0])
     add_audit_flag(parser)
@@ -76,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         import deepspeed
     except ImportError:
         raise UserError("deepspeed is not installed; fix: .venv/bin/pip install -e '.[deepspeed]'") from None
+    without_the_inference_op()
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                            config=deepspeed_config(args, ranks.world_size))
     log = StepLog(f"DeepSpeed ZeRO-{args.zero_stage} on {ranks.world_size} process(es)", ranks)
