@@ -61,13 +61,19 @@ $(VENV)/.torch: | $(VENV)/bin/python
 	$(PY) -c "import torch" 2>/dev/null || ($(LOCAL_TORCH)) || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
 	touch $@
 
+# pip compiles the packages it installs, but not this editable package's own source: compiled here once, so that a
+# machine that writes no bytecode at import (PYTHONDONTWRITEBYTECODE) does not compile it in every process it starts.
+COMPILE_HELPERS = $(PY) -m compileall -q helpers >/dev/null
+
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e ".[workshop]"
+	$(COMPILE_HELPERS)
 	$(REGISTER_KERNEL)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e ".[test]"
+	$(COMPILE_HELPERS)
 	$(REGISTER_KERNEL)
 	touch $@ $(VENV)/.installed
 

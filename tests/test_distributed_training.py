@@ -81,6 +81,8 @@ def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_proc
     curve = losses(tmp_path / "before.csv") + losses(tmp_path / "after.csv")
     assert len(curve) == len(one_process)
     assert max(abs(a - b) for a, b in zip(curve, one_process)) <= TOLERANCE, (curve, one_process)
+    if processes > 1:
+        return  # what a checkpoint refuses is the same whoever wrote it: checked once, on the one-process run's
     other_shape = [arg.replace("hidden_size=32", "hidden_size=48") for arg in TINY]
     other_data = [arg.replace("64", "32") if arg == "64" else arg for arg in TINY]  # --seq-length 32
     for arguments, what in ((other_shape, "model"), (other_data, "data")):

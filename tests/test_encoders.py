@@ -151,7 +151,8 @@ def test_auto_for_one_run_takes_the_reference_where_the_input_cannot_pay_for_the
     small = choose_encoder(llama3, "auto", one_run_of_megabytes=0.01, workers=2)
     assert not small.fast and small.too_small and small.name.startswith("tiktoken ")
     assert "0.0 MB is too little to pay for reading its vocabulary" in small.reason
-    assert choose_encoder(llama3, "auto", one_run_of_megabytes=100_000, workers=2).fast
+    # on one process the faster encoder wins a large input (on two, the reference may: it runs on both)
+    assert choose_encoder(llama3, "auto", one_run_of_megabytes=100_000, workers=1).fast
     assert choose_encoder(llama3, "fast", one_run_of_megabytes=0.01, workers=2).fast  # fast insists
     assert choose_encoder(llama3, "auto").fast  # a notebook or a script reads it once for all its runs
     encoders._loaded[llama3.fingerprint] = object()  # read already: nothing left to pay for

@@ -180,7 +180,7 @@ def due_step(bug: str, tokens_per_step: int, rows: int, ranks: int) -> int:
 # the steps counted over the ranks (resume-replays); in helpers.training also the labels it hands the auditor
 # (double-shift) and a finding on one rank alone (partly-random); in Trainer, whose collator plants and whose
 # callback audits what the model is called with, the labels' bugs, a loop and uint16-wrap (16,384 ids of a 128k
-# vocabulary per rank before it shows: on Trainer's one process, half the work of two).
+# vocabulary before it shows: one step's worth on Trainer's one process).
 WIRED = ["rank-not-set", "past-vocab", "resume-replays"]
 PLANTED_IN = {"ddp": [*WIRED, "double-shift", "partly-random"], "fsdp": WIRED, "deepspeed": WIRED,
               "trainer": [*WIRED, "double-shift", "no-shift", "padding-in-loss", "stream-loops", "uint16-wrap"]}
@@ -193,8 +193,9 @@ def test_each_framework_wires_its_planted_bugs_to_the_audit(framework, bug, pref
     step it first shows, and the run stops there (exit 2, or torchrun's failure on 2 processes)."""
     name, processes, flags = AUDITED[framework]
     data = large_vocab_prefix if bug in ("past-vocab", "uint16-wrap") else prefix
-    # the audit sees a random row among real ones in rows of 128 tokens or more; uint16 once 16,384 ids came
-    steps, seq = {"uint16-wrap": (10, 512), "random-fallback": (6, 128), "partly-random": (6, 128)}.get(bug, (6, SEQ))
+    # the audit sees a random row among real ones in rows of 128 tokens or more; uint16 once 16,384 ids came: one
+    # step of 8 x 2,048, named before the 128k-vocabulary model's first forward
+    steps, seq = {"uint16-wrap": (2, 2048), "random-fallback": (6, 128), "partly-random": (6, 128)}.get(bug, (6, SEQ))
     run = run_framework(name, ["--audit", "--plant-bug", bug, "--data-path", data, "--steps", str(steps),
                                "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", str(seq), *SHAPE, *flags],
                         processes)
