@@ -1,4 +1,5 @@
-"""Megatron-LM's `tools/preprocess_data.py` encode loop, rebuilt on megatron-core 0.16.1 for the peer tests.
+"""megatron-core 0.16.1 as the peer tests' reference: its dataset builder (`megatron_build`), and Megatron-LM's
+`tools/preprocess_data.py` encode loop rebuilt on it (`megatron_preprocess`).
 
 The script itself lives in the Megatron-LM repository, not in the megatron-core wheel; its loop is
 short: build the tokenizer with megatron-core's `build_tokenizer` (HuggingFaceTokenizer), per JSON line
@@ -20,6 +21,10 @@ import torch
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets import indexed_dataset
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset as MegatronGPTDataset
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig
+    from megatron.core.datasets.utils import get_blend_from_list
     from megatron.core.tokenizers.text.utils.build_tokenizer import build_tokenizer
 
 
@@ -53,3 +58,22 @@ def megatron_preprocess(jsonl: str, output_prefix: str, folder: str, key: str = 
             builder.add_document(torch.tensor(ids, dtype=torch.int64), lengths)
     builder.finalize(f"{prefix}.idx")
     return prefix
+
+
+def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=None, eod=128001, vocab_size=128_256,
+                   **options):
+    """(train, valid, test) as megatron-core's BlendedMegatronDatasetBuilder builds them (no index cache)."""
+    config = GPTDatasetConfig(
+        random_seed=seed, sequence_length=seq_length, split=split,
+        blend=get_blend_from_list(data_path) if data_path else None,
+        blend_per_split=[get_blend_from_list(b) if b else None for b in blend_per_split] if blend_per_split else None,
+        tokenizer=SimpleNamespace(vocab_size=vocab_size, eod=eod, pad=-1, special_tokens_dict={},
+                                  unique_identifiers={"class": "llama3"}),
+        reset_position_ids=options.get("reset_position_ids", False),
+        reset_attention_mask=options.get("reset_attention_mask", False),
+        eod_mask_loss=options.get("eod_mask_loss", False),
+        path_to_cache=None, mmap_bin_files=True,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return BlendedMegatronDatasetBuilder(MegatronGPTDataset, list(sizes), lambda: True, config).build()

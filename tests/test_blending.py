@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,15 +20,13 @@ from helpers.datasets.blending import (
 from helpers.datasets.gpt_dataset import GPTDataset, split_ranges
 from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX, attention_mask, from_windows, loss_mask
 from helpers.preprocess import preprocess
+from megatron_reference import megatron_build
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import torch
     from megatron.core.datasets import helpers as megatron_helpers
-    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
-    from megatron.core.datasets.gpt_dataset import GPTDataset as MegatronGPTDataset
-    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, _get_ltor_masks_and_position_ids
-    from megatron.core.datasets.utils import get_blend_from_list
+    from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
 
 EOD = 128001
 
@@ -45,23 +42,6 @@ def prefixes(tmp_path_factory, corpus_dir):
         out[domain] = preprocess(folder / f"{domain}.jsonl", folder / domain, "llama3", append_eod=True,
                                  progress=False).outputs["text"]
     return out
-
-
-def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=None, **options):
-    config = GPTDatasetConfig(
-        random_seed=seed, sequence_length=seq_length, split=split,
-        blend=get_blend_from_list(data_path) if data_path else None,
-        blend_per_split=[get_blend_from_list(b) if b else None for b in blend_per_split] if blend_per_split else None,
-        tokenizer=SimpleNamespace(vocab_size=128_256, eod=EOD, pad=-1, special_tokens_dict={},
-                                  unique_identifiers={"class": "llama3"}),
-        reset_position_ids=options.get("reset_position_ids", False),
-        reset_attention_mask=options.get("reset_attention_mask", False),
-        eod_mask_loss=options.get("eod_mask_loss", False),
-        path_to_cache=None, mmap_bin_files=True,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return BlendedMegatronDatasetBuilder(MegatronGPTDataset, list(sizes), lambda: True, config).build()
 
 
 def assert_same_samples(ours, theirs):

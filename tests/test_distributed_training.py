@@ -152,3 +152,45 @@ def test_a_checkpoint_restores_the_random_state_that_dropout_draws_from(tmp_path
     load_checkpoint(path, model, optimizer, identity)
     assert torch.equal(torch.get_rng_state(), saved)
     assert torch.equal(model(torch.ones(4, 8)), uninterrupted)
+
+
+def test_a_schedule_stopped_on_2_processes_resumes_on_3_with_the_uninterrupted_curve(prefix, corpus_dir, tmp_path):
+    """Annealing in miniature: docs first, then mostly literature from step 3; stopped at step 2 on 2 processes,
+    resumed on 3 (a global batch of 6 splits both ways), the float64 curve is the uninterrupted one's, and the
+    ledger of the last checkpoint names what each dataset gave and the ranks' stints."""
+    from helpers.preprocess import preprocess
+
+    lines = (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:10]
+    (tmp_path / "literature.jsonl").write_text("".join(lines), encoding="utf-8")
+    literature = preprocess(tmp_path / "literature.jsonl", tmp_path / "literature", "bytes", append_eod=True,
+                            progress=False).outputs["text"]
+    schedule = tmp_path / "anneal.yaml"
+    schedule.write_text(f"datasets: [{prefix}, {literature}]\nphases:\n  - {{step: 0, weights: [0.8, 0.2]}}\n"
+                        "  - {step: 3, weights: [0.1, 0.9]}\n")
+    six = [arg if arg != "8" else "6" for arg in TINY]  # --global-batch-size 6
+
+    def run(processes: int, csv_name: str, *extra: str) -> subprocess.CompletedProcess:
+        launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                     str(processes)] if processes > 1 else [sys.executable])
+        done = subprocess.run([*launcher, "-m", "helpers.training", "--data-schedule", str(schedule), *six,
+                               "--csv", str(tmp_path / csv_name), *extra], capture_output=True, text=True,
+                              timeout=600, env=ONE_THREAD)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    checkpoints = ["--checkpoint-dir", str(tmp_path / "checkpoints")]
+    run(1, "whole.csv")
+    run(2, "before.csv", "--parallel", "ddp", *checkpoints, "--checkpoint-every", "1", "--until-step", "2")
+    run(3, "after.csv", "--parallel", "ddp", *checkpoints, "--resume")
+    whole, pieces = losses(tmp_path / "whole.csv"), losses(tmp_path / "before.csv") + losses(tmp_path / "after.csv")
+    assert len(whole) == len(pieces) == 6
+    assert max(abs(a - b) for a, b in zip(whole, pieces)) <= TOLERANCE, (whole, pieces)
+    shown = subprocess.run([sys.executable, "-m", "helpers.audit", "ledger", str(tmp_path / "checkpoints"), "--json"],
+                           capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    book = json.loads(shown.stdout)
+    # 3 steps of 6 samples at 0.8/0.2, then 3 at 0.1/0.9: the greedy rule keeps each within a sample of its share
+    assert all(abs(d["samples"] - d["asked_samples"]) <= len(book["segments"]) for d in book["datasets"])
+    assert book["ranks"]["disjoint"] and len(book["segments"]) == 2
+    assert sum(d["samples"] for d in book["datasets"]) == 36
+    assert [(s["world_size"], s["batch_size"], s["to"]) for s in book["ranks"]["stints"]] == [(2, 3, 12), (3, 2, 36)]

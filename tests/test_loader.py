@@ -77,7 +77,10 @@ def test_resume_yields_exactly_the_next_batches(prefixes, tmp_path, workers):
         if step == 6:
             break
     state = first.state_dict()
-    assert state["samples_consumed"] == 7 * 3 and len(json.dumps(state)) < 300
+    assert state["samples_consumed"] == 7 * 3
+    # small: counts and ranges per dataset, not a row per sample, so its size stays put as steps go by
+    first.step = 17
+    assert abs(len(json.dumps(first.state_dict())) - len(json.dumps(state))) <= 8 and len(json.dumps(state)) < 2_000
     resumed = make_dataloader(**arguments)
     resumed.load_state_dict(state)
     rest = list(resumed)
@@ -132,12 +135,15 @@ def test_two_processes_under_torchrun(prefixes, tmp_path):
         assert torch.equal(torch.load(tmp_path / f"step{step}.pt"), single.batch_at(step)["input_ids"])
 
 
-def test_a_state_from_other_data_is_refused(prefixes, tmp_path):
+def test_a_state_of_samples_cut_otherwise_is_refused(prefixes, tmp_path):
+    """Datasets and their mix may change at a resume (tests/test_schedules.py); how samples are cut may not."""
     one = make_dataloader([prefixes["docs"]], split="90,10,0", seq_length=32, batch_size=2, cache_dir=tmp_path)
-    other = make_dataloader([prefixes["literature"]], split="90,10,0", seq_length=32, batch_size=2,
-                            cache_dir=tmp_path)
-    with pytest.raises(UserError, match="from other data"):
-        other.load_state_dict(one.state_dict())
+    for other in (make_dataloader([prefixes["docs"]], split="90,10,0", seq_length=64, batch_size=2,
+                                  cache_dir=tmp_path),
+                  make_dataloader([prefixes["docs"]], split="80,20,0", seq_length=32, batch_size=2,
+                                  cache_dir=tmp_path)):
+        with pytest.raises(UserError, match="from other data"):
+            other.load_state_dict(one.state_dict())
     with pytest.raises(UserError, match="seed"):
         one.load_state_dict({**one.state_dict(), "seed": 1})
 

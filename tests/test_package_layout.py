@@ -17,7 +17,8 @@ LAYERS = [
     {"engines", "corpus", "kernel"},
     {"tokenizers"},
     {"datasets"},
-    {"check", "preprocess", "clean", "loading", "audit"},
+    {"check", "preprocess", "clean", "loading"},
+    {"audit"},  # reads any loader's batches, and a loader's state (its ledger)
     {"training"},
     {"workshop"},
     {"runs"},

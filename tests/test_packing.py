@@ -200,7 +200,7 @@ def test_each_dataset_of_a_packed_blend_is_shuffled_its_own_way(tmp_path, corpus
     loader = make_dataloader(["0.5", prefix, "0.5", prefix], split="100,0,0", seq_length=128, batch_size=1,
                              num_samples=200, packing="best_fit_decreasing", cache_dir=None)
     drawn = {0: [], 1: []}
-    for sample, dataset in enumerate(loader.source.dataset_index[:200].tolist()):
+    for sample, dataset in enumerate(loader.source.mix.dataset_index[:200].tolist()):
         drawn[dataset].append(loader.batch_at(sample)["input_ids"][0])
     count = min(len(drawn[0]), len(drawn[1]))
     assert count > 20

@@ -8,12 +8,14 @@ with `input_ids`, megatron-core's dicts with `tokens`, `(x, y)` pairs or 2-D id 
 (`[steps, rows, length]`, or one `[rows, length]` batch). The files are
 one stream, read in the order given, or with `--ranks` one stream per rank. Prints the report's table;
 exits 1 when there is a finding, 2 for a file it cannot read or a batch it cannot audit.
+`python -m helpers.audit ledger STATE` says what a run was trained on instead (`helpers.audit.ledger`).
 """
 
 from __future__ import annotations
 
 import pickle
 import re
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -75,6 +77,11 @@ def _stream(paths: list[Path]) -> Iterator:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ledger"]:  # python -m helpers.audit ledger STATE: what a run was trained on
+        from .ledger import main as ledger
+
+        return ledger(argv[1:])
     parser = CommandParser(prog="python -m helpers.audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="torch.save'd batches or .npy ids")
     parser.add_argument("--vocab-size", type=int, required=True, help="the model's vocabulary size")

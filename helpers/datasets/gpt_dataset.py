@@ -320,6 +320,18 @@ class GPTDataset(torch.utils.data.Dataset):
         c = self.config
         return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
 
+    def documents_seen(self, sample_ids) -> np.ndarray:
+        """For each sequence of the split (in order), how many times samples `sample_ids` (after shuffling) hold
+        at least one of its tokens: each time it appears in the document index (once per epoch), 1 or 0."""
+        shuffled = self.shuffle_index[np.asarray(sample_ids, dtype=np.int64)].astype(np.int64)
+        first, last = self.sample_index[shuffled, 0], self.sample_index[shuffled + 1, 0]
+        change = np.zeros(self.document_index.size + 1, dtype=np.int64)
+        np.add.at(change, first, 1)
+        np.add.at(change, last + 1, -1)
+        touched = np.cumsum(change[:-1]) > 0  # per entry of the document index
+        begin, end = self.split_range
+        return np.bincount(self.document_index[touched].astype(np.int64) - begin, minlength=end - begin)
+
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         if not -len(self) <= i < len(self):
             raise IndexError(f"sample {i} out of range for {len(self)} samples")

@@ -49,7 +49,7 @@ if not log.handlers:  # say where the data comes from even when the application 
     log.setLevel(logging.INFO)
     log.propagate = False
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class _StepBatches(torch.utils.data.Dataset):
@@ -97,6 +97,8 @@ class TokenBatches:
             raise UserError(f"{len(source)} samples make no full batch of {world_size} x {batch_size}; "
                             "fix: ask for more samples or a smaller batch")
         self.step = 0
+        self.stints: list[dict] = []  # earlier runs this loader's state continues: samples, ranks, batch size
+        self.resumed_at = 0
 
     def __len__(self) -> int:
         """Batches in the whole run (not only those left)."""
@@ -134,8 +136,21 @@ class TokenBatches:
         resumed run must take again."""
         if not 0 <= unused <= self.step:
             raise ValueError(f"unused={unused} batches of {self.step} taken")
-        return {"version": STATE_VERSION, "fingerprint": self.fingerprint, "seed": self.seed,
-                "samples_consumed": (self.step - unused) * self.world_size * self.batch_size}
+        consumed = (self.step - unused) * self.world_size * self.batch_size
+        state = {"version": STATE_VERSION, "fingerprint": self.fingerprint, "seed": self.seed,
+                 "samples_consumed": consumed, "seq_length": self.source.seq_length,
+                 "stints": self.stints_until(consumed)}
+        mix = getattr(self.source, "mix", None)
+        if mix is not None:
+            state["mix"] = {**mix.state(consumed), "cut": self.source.cut()}
+        return state
+
+    def stints_until(self, consumed: int) -> list[dict]:
+        """The runs that took samples 0..consumed: from which sample to which, on how many ranks of which batch."""
+        if consumed <= self.resumed_at:
+            return [dict(s) for s in self.stints if s["from"] < consumed]
+        return [*self.stints, {"from": self.resumed_at, "to": consumed, "world_size": self.world_size,
+                               "batch_size": self.batch_size}]
 
     def load_state_dict(self, state: dict) -> None:
         """Continue where `state` stopped, possibly with another batch size or number of ranks."""
@@ -152,7 +167,15 @@ class TokenBatches:
         if consumed % per_step:
             raise UserError(f"{consumed} samples consumed is not a whole number of steps of {self.world_size} x "
                             f"{self.batch_size}; fix: resume with a global batch that divides it")
+        mix = getattr(self.source, "mix", None)
+        if mix is not None:
+            if "mix" not in state:
+                raise UserError("loader state has no record of its datasets' mix; fix: pass what state_dict() returned")
+            mix.resume(state["mix"], consumed)
         self.step = consumed // per_step
+        self.stints, self.resumed_at = [dict(s) for s in state.get("stints", []) if s["from"] < consumed], consumed
+        for stint in self.stints:
+            stint["to"] = min(stint["to"], consumed)
 
 
 def _ranks(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -173,7 +196,7 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
                     vocab_size: int | None = None, packing: str | None = None, tokenizer: str | None = None,
                     eod_id: int | None = None, reset_position_ids: bool = False, eod_mask_loss: bool = False,
                     cache_dir=CACHE_DIR, pin_memory: bool | None = None,
-                    prefetch_factor: int | None = 4) -> TokenBatches:
+                    prefetch_factor: int | None = 4, schedule=None) -> TokenBatches:
     """Batches of `[batch_size, seq_length]` int64 tensors in the layout of `helpers.datasets.layout`.
 
     `data_path`: Megatron prefixes or a weighted blend (`["0.7", P1, "0.3", P2]`), a flat `.npy`, or a
@@ -181,6 +204,9 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
     epoch's worth repeats the data in Megatron's epoch order); None is one epoch. `source="synthetic"`
     (with `vocab_size`) is the only way to get random tokens; missing real data raises
     `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
+    `schedule`: the mix of the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
+    (800, [0.2, 0.8])]`, a step being a global batch (`helpers.loading.schedule`); a weighted blend is one phase.
+    `load_state_dict` of a state saved under another mix continues every dataset from where it stood.
     """
     if batch_size < 1 or seq_length < 1:
         raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
@@ -190,7 +216,8 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
         data_path=data_path, split=split, split_name=split_name, seq_length=seq_length, seed=seed,
         num_samples=num_samples, source=source, vocab_size=vocab_size, packing=packing, tokenizer=tokenizer,
         eod_id=eod_id, reset_position_ids=reset_position_ids, eod_mask_loss=eod_mask_loss,
-        cache_dir=None if cache_dir is None else str(cache_dir)))
+        cache_dir=None if cache_dir is None else str(cache_dir), schedule=schedule,
+        samples_per_step=batch_size * world_size))
     if data.kind == "synthetic":
         log.warning(data.describe())
     else:

@@ -6,7 +6,8 @@ samples were read before, so a loader resumes anywhere in O(1).
 
 | source | data on disk | sample i |
 |---|---|---|
-| `MegatronSource` | Megatron prefixes or a weighted blend | sample i of `helpers.datasets.blending.build_split`, Megatron's order |
+| `ScheduledSource` | Megatron prefixes: one, a weighted blend, or a schedule | each dataset in its own order |
+| `MegatronSource` | Megatron prefixes listed without weights | sample i of megatron-core's blend by size |
 | `NpySource` | one flat `.npy` of tokens | window `seq_length + 1` of the split, seeded permutation per epoch |
 | `ShardSource` | `dataset_metadata.json` + shards | a random window of a random shard, as a seeded permutation |
 | `PackedSource` | Megatron prefixes or a blend | a row of whole documents packed by `helpers.loading.packing` |
@@ -28,6 +29,7 @@ import torch
 
 from ..common.errors import DataNotFoundError, UserError
 from ..common.paths import shown
+from ..datasets.batch_memory import BATCH_BLOCKS
 from ..datasets.blending import (
     Blend,
     blending_indices,
@@ -41,7 +43,10 @@ from ..datasets.gpt_dataset import GPTDatasetConfig, split_span
 from ..datasets.indexed import IndexedDataset, fingerprint, idx_path
 from ..datasets.layout import from_windows
 from ..datasets.sidecar import DataFacts, data_facts
+from .epochs import EpochOrder
+from .mixing import Mix
 from .packing import pack, rows_batch
+from .schedule import parse_schedule
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +68,8 @@ class SourceSettings:
     reset_position_ids: bool = False
     eod_mask_loss: bool = False
     cache_dir: str | None = None
+    schedule: Any = None  # [(step, weights), ...] over the prefixes of data_path (see helpers.loading.schedule)
+    samples_per_step: int = 1  # the global batch: a schedule's steps in samples
 
 
 def _digest(content: dict) -> str:
@@ -127,7 +134,8 @@ class Source:
 
 
 class MegatronSource(Source):
-    """Megatron's GPT samples of one split of a `--data-path` (one prefix or a weighted blend)."""
+    """Megatron's GPT samples of one split of prefixes listed without weights (blended by size, every sample
+    once, in megatron-core's order)."""
 
     kind = "megatron"
 
@@ -136,8 +144,6 @@ class MegatronSource(Source):
         self.config, self.facts = config, facts
         self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
         num_samples = settings.num_samples
-        if num_samples is None and blend.weights is not None and len(blend.prefixes) > 1:
-            num_samples = self._one_pass(blend, settings)
         self.dataset = build_split(blend, self.split, self.split_name, num_samples=num_samples, config=config)
         self.num_samples = len(self.dataset) if num_samples is None else min(int(num_samples), len(self.dataset))
 
@@ -174,6 +180,93 @@ class MegatronSource(Source):
         documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
                 f" in all), tokenizer {self.facts.tokenizer} ({shown(self.facts.source)})")
+
+
+# ---------------------------------------------------------------- a weighted blend or a schedule
+
+
+class ScheduledSource(Source):
+    """GPT samples of Megatron prefixes mixed by a schedule (a weighted blend is a schedule of one phase): each
+    dataset read in its own order (`helpers.loading.epochs`), the dataset of each sample chosen by
+    `helpers.loading.schedule`. Within each dataset's first epoch, a one-phase schedule is megatron-core's
+    `BlendedDataset` of `GPTDataset`s sample for sample."""
+
+    kind = "megatron"
+
+    def __init__(self, blend: Blend, phases, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+        """`settings.num_samples` None: one epoch of one prefix, or as many samples as a blend's datasets hold."""
+        self.split, self.split_name, self.config, self.facts = settings.split, settings.split_name, config, facts
+        self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
+        self.orders = []
+        for k, prefix in enumerate(blend.prefixes):
+            indexed = IndexedDataset(prefix)
+            span = split_span(self.split, self.split_name, len(indexed))
+            if span is None or span[1] <= span[0] or indexed.sequence_lengths[span[0]:span[1]].sum() <= 1:
+                if any(weights[k] > 0 for _, weights in phases):
+                    raise UserError(f"{prefix}: the {self.split_name} split of --split {self.split} holds no sample; "
+                                    "fix: give it a larger share")
+                self.orders.append(None)  # weight 0 throughout: never drawn, so an empty split is no loss
+                continue
+            self.orders.append(EpochOrder(indexed, span, config, self.split_name))
+        num_samples = settings.num_samples
+        if num_samples is None:
+            num_samples = self.orders[0].per_epoch if len(self.orders) == 1 else MegatronSource._one_pass(blend,
+                                                                                                         settings)
+        self.num_samples = int(num_samples)
+        self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples)
+
+    @property
+    def token_dtype(self) -> np.dtype:
+        dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
+        return dtype if dtype.kind in "iu" else np.dtype(np.int64)
+
+    def windows(self, sample_ids) -> np.ndarray:
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        columns = self.mix.column_of(self.mix.dataset_index[sample_ids])
+        numbers = self.mix.dataset_number[sample_ids]
+        if len(self.orders) == 1:
+            return self.orders[0].windows(numbers, self.token_dtype)
+        out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), self.token_dtype)
+        for k in np.unique(columns):
+            chosen = columns == k
+            out[chosen] = self.orders[int(k)].windows(numbers[chosen], self.token_dtype)
+        return out
+
+    def finish(self, windows) -> dict[str, torch.Tensor]:
+        c = self.config
+        return from_windows(windows, c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+
+    def cut(self) -> dict:
+        """How samples are cut from each dataset: what `python -m helpers.audit ledger` needs to open them again."""
+        return {"kind": self.kind, "split": self.split, "split_name": self.split_name, "seq_length": self.seq_length,
+                "seed": self.config.seed, "reset_position_ids": self.config.reset_position_ids,
+                "eod_mask_loss": self.config.eod_mask_loss}
+
+    def fingerprint(self) -> str:
+        """What the samples' cut depends on; the datasets and their mix may change between runs (see `Mix`)."""
+        return _digest({"kind": self.kind, "split": self.split, "split_name": self.split_name,
+                        "seq_length": self.seq_length, "options": [self.config.reset_position_ids,
+                                                                   self.config.eod_mask_loss]})
+
+    def describe(self) -> str:
+        opened = [IndexedDataset(p) for p in self.mix.prefixes]
+        documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
+        return (f"real data: Megatron {self.split_name} split of {describe_mix(self.mix)} ({documents:,} documents, "
+                f"{tokens:,} tokens in all), tokenizer {self.facts.tokenizer} ({shown(self.facts.source)})")
+
+
+def describe_mix(mix: Mix) -> str:
+    """`0.7 x a, 0.3 x b`, or for a schedule its phases: `step 0: 0.7 x a, 0.3 x b; step 800: ...`."""
+    names = [Path(p).name for p in mix.prefixes]
+
+    def weights(ws) -> str:
+        return ", ".join(f"{round(w, 3)} x {name}" for w, name in zip(ws, names))
+
+    if len(names) == 1:
+        return f"by size x {names[0]}"  # all of it
+    if len(mix.phases) == 1:
+        return weights(mix.phases[0][1])
+    return "; ".join(f"step {step}: {weights(ws)}" for step, ws in mix.phases)
 
 
 # ---------------------------------------------------------------- a flat .npy
@@ -281,8 +374,9 @@ class PackedSource(Source):
 
     kind = "packed"
 
-    def __init__(self, blend: Blend, settings: SourceSettings, pad_id: int):
-        """`settings.eod_id` is the data's (its sidecar's where none was given)."""
+    def __init__(self, blend: Blend, settings: SourceSettings, pad_id: int, phases=None):
+        """`settings.eod_id` is the data's (its sidecar's where none was given); `phases`: the schedule (a
+        weighted blend: one phase), None for prefixes listed without weights."""
         split, split_name, seq_length = settings.split, settings.split_name, settings.seq_length
         strategy = settings.packing
         self.blend, self.split, self.split_name = blend, split, split_name
@@ -302,31 +396,49 @@ class PackedSource(Source):
             self.first_sequence.append(span[0])
             self.plans.append(pack(indexed.sequence_lengths[span[0]:span[1]], seq_length, strategy, overlong="split"))
         rows = [plan.rows for plan in self.plans]
-        if blend.weights is None:
+        self.mix = None
+        if phases is None:  # prefixes without weights: by size
             self.num_samples = sum(rows) if num_samples is None else int(num_samples)
-            weights = normalize(rows)
+            if self.num_samples == sum(rows):
+                self.dataset_index, self.dataset_row = exhaustive_blending_indices(rows)
+            else:
+                self.dataset_index, self.dataset_row = blending_indices(normalize(rows), self.num_samples)
         else:
-            weights = blend.weights
+            weights = phases[0][1]
             self.num_samples = int(num_samples) if num_samples is not None else \
                 max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
-        if blend.weights is None and self.num_samples == sum(rows):
-            self.dataset_index, self.dataset_row = exhaustive_blending_indices(rows)
-        else:
-            self.dataset_index, self.dataset_row = blending_indices(weights, self.num_samples)
+            self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples)
+
+    def _row_of(self, sample: int) -> tuple[int, int, int]:
+        """(dataset position, its row number in its own order, the shuffle's salt) of global sample `sample`."""
+        if self.mix is None:
+            k = int(self.dataset_index[sample])
+            return k, int(self.dataset_row[sample]), k + 1
+        registry = int(self.mix.dataset_index[sample])
+        return int(self.mix.column_of(registry)), int(self.mix.dataset_number[sample]), registry + 1
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         rows = []
         for sample in np.asarray(sample_ids, np.int64):
-            k = int(self.dataset_index[sample])
+            k, number, salt = self._row_of(int(sample))
             plan, data, first = self.plans[k], self.datasets[k], self.first_sequence[k]
-            row = int(_permuted(np.array([self.dataset_row[sample]]), plan.rows, self.seed, salt=k + 1)[0])
+            row = int(_permuted(np.array([number]), plan.rows, self.seed, salt=salt)[0])
             rows.append([data.get(first + d, start, length) for d, start, length in plan.segments_of_row(row)])
         return rows_batch(rows, self.seq_length, self.pad_id)
 
+    def cut(self) -> dict:
+        """How rows are packed from each dataset: what `python -m helpers.audit ledger` needs to open them again."""
+        return {"kind": self.kind, "split": self.split, "split_name": self.split_name, "seq_length": self.seq_length,
+                "seed": self.seed, "strategy": self.strategy}
+
     def fingerprint(self) -> str:
-        return _digest({"kind": self.kind, "data": [fingerprint(p) for p in self.blend.prefixes],
-                        "weights": self.blend.weights, "split": self.split, "split_name": self.split_name,
-                        "seq_length": self.seq_length, "strategy": self.strategy, "samples": self.num_samples})
+        """With a mix, the datasets and their weights may change between runs (see `Mix`); without, they may not."""
+        content = {"kind": self.kind, "split": self.split, "split_name": self.split_name,
+                   "seq_length": self.seq_length, "strategy": self.strategy}
+        if self.mix is None:
+            content.update(data=[fingerprint(p) for p in self.blend.prefixes], weights=self.blend.weights,
+                           samples=self.num_samples)
+        return _digest(content)
 
     def describe(self) -> str:
         rows = ", ".join(f"{Path(p).name}: {plan.rows:,} rows" for p, plan in zip(self.blend.prefixes, self.plans))
@@ -381,6 +493,8 @@ def open_source(settings: SourceSettings) -> Source:
     its `.idx` (megatron-core puts its index cache there) is the prefix."""
     data_path = settings.data_path
     if settings.source == "synthetic":
+        if settings.schedule is not None:
+            raise UserError("a schedule mixes real datasets; synthetic data has none; fix: drop the schedule")
         return SyntheticSource(settings.vocab_size, settings.num_samples, settings.seq_length, settings.seed)
     if settings.source != "real":
         raise UserError(f"source must be 'real' or 'synthetic', got {settings.source!r}; "
@@ -389,6 +503,10 @@ def open_source(settings: SourceSettings) -> Source:
         raise DataNotFoundError("no data_path given for real data; fix: pass Megatron prefixes (make them with "
                                 "python -m helpers.preprocess), or ask for source='synthetic' by name")
     single = _one_path(data_path)
+    if settings.schedule is not None and single is not None and (single.suffix == ".npy" or (
+            single.is_dir() and not idx_path(single).exists())):
+        raise UserError(f"{single}: a schedule mixes Megatron prefixes, not a .npy or shard folder; fix: give the "
+                        "prefixes of python -m helpers.preprocess, or no schedule")
     if single is not None and single.suffix == ".npy":
         if not single.exists():
             raise DataNotFoundError(f"{single}: no such token file; fix: make it with python -m helpers.preprocess "
@@ -402,9 +520,26 @@ def open_source(settings: SourceSettings) -> Source:
     blend = parse_data_path([str(data_path)] if isinstance(data_path, Path) else data_path)
     facts = data_facts(blend.prefixes[0], settings.tokenizer)
     settings = replace(settings, eod_id=settings.eod_id if settings.eod_id is not None else facts.eod_id)
+    phases = _phases(blend, settings.schedule)
     if settings.packing is not None:
-        return PackedSource(blend, settings, pad_id=settings.eod_id if settings.eod_id is not None else 0)
+        return PackedSource(blend, settings, pad_id=settings.eod_id if settings.eod_id is not None else 0,
+                            phases=phases)
     config = GPTDatasetConfig(seq_length=settings.seq_length, seed=settings.seed, eod_id=settings.eod_id,
                               reset_position_ids=settings.reset_position_ids, eod_mask_loss=settings.eod_mask_loss,
                               cache_dir=settings.cache_dir)
-    return MegatronSource(blend, settings, config, facts)
+    if phases is None:
+        return MegatronSource(blend, settings, config, facts)
+    return ScheduledSource(blend, phases, settings, config=config, facts=facts)
+
+
+def _phases(blend: Blend, schedule) -> list | None:
+    """The schedule's phases over the blend's prefixes: the schedule given, else the blend's weights as one phase
+    (one prefix: weight 1); None for prefixes listed without weights (blended by size, every sample once)."""
+    if schedule is not None:
+        if blend.weights is not None and len(blend.prefixes) > 1:
+            raise UserError("both a weighted data path and a schedule; fix: list the prefixes without weights and "
+                            "give the weights in the schedule")
+        return parse_schedule(schedule, len(blend.prefixes))
+    if len(blend.prefixes) == 1:
+        return [(0, (1.0,))]
+    return None if blend.weights is None else [(0, tuple(blend.weights))]

@@ -22,12 +22,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ..common.checkpoint_folders import RUN_FILE, latest_checkpoint  # noqa: F401 - where checkpoints are
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name, temporary_pid, write_text_atomically
 from .distributed import barrier, group_running
 
-RUN_FILE = "run.json"
-FOLDER = re.compile(r"step-(\d{7})")
 TEMPORARY_FOLDER = re.compile(r"\.step-\d{7}\.tmp-\d+")
 SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "num_key_value_heads")
@@ -36,13 +35,6 @@ SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_la
 def run_identity(config, batches) -> dict:
     """What a checkpoint must match to be continued: the data (the loader's fingerprint) and the model's shape."""
     return {"data": batches.fingerprint, "model": {field: getattr(config, field) for field in SHAPE_FIELDS}}
-
-
-def latest_checkpoint(folder: str | os.PathLike) -> Path | None:
-    """The complete checkpoint of the highest step in `folder`, or None."""
-    found = [(int(match[1]), path) for path in Path(folder).glob("step-*")
-             if (match := FOLDER.fullmatch(path.name)) and (path / RUN_FILE).exists()]
-    return max(found)[1] if found else None
 
 
 def remove_abandoned_saves(folder: str | os.PathLike) -> list[Path]:

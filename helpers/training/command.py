@@ -11,9 +11,11 @@ tokens only with `--synthetic` (and `--vocab-size`); missing real data is an err
 `--model KEY=VALUE` and `--train KEY=VALUE` override the preset (e.g. `--model hidden_size=64`,
 `--train dtype=float64`). Rank 0 prints the summary and writes `--csv`. `--checkpoint-dir` saves the whole
 run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
-run would have taken. `--audit` checks every batch before its step (`helpers.audit`; under torchrun the ranks
-compare their batches) and stops the run at the first finding, in one line; `--plant-bug NAME` does one of
-the silent data bugs of `helpers.audit.planting` to the real batches, and says so, to see the audit name it.
+run would have taken; `--data-schedule FILE` changes the mix by step (`helpers.loading.schedule`), and a run
+resumed with other weights or another schedule continues every dataset where it stood. `--audit` checks
+every batch before its step (`helpers.audit`; under torchrun the ranks compare their batches) and stops the
+run at the first finding, in one line; `--plant-bug NAME` does one of the silent data bugs of
+`helpers.audit.planting` to the real batches, and says so, to see the audit name it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..audit.planting import loader_rank, model_vocab_size
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..loading.loader import make_dataloader
+from ..loading.schedule import load_schedule_file
 from .audit_flags import add_audit_flag, batches_for_the_model
 from .distributed import PARALLEL, join_ranks, leave_ranks
 from .train import (
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-path", nargs="+",
                         help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
+    parser.add_argument("--data-schedule", type=Path, default=None, metavar="FILE",
+                        help="instead of --data-path: a YAML of 'datasets' and their weights by 'phases' from a step")
     parser.add_argument("--synthetic", action="store_true", help="random tokens instead of data, asked for by name")
     parser.add_argument("--vocab-size", type=int, default=None, help="with --synthetic: the range of the tokens")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
@@ -94,7 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     add_audit_flag(parser)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    if not args.data_path and not args.synthetic:
+    if args.data_path and args.data_schedule:
+        raise UserError("both --data-path and --data-schedule; fix: name the datasets in the schedule file only")
+    data_path, schedule = args.data_path, None
+    if args.data_schedule is not None:
+        data_path, schedule = load_schedule_file(args.data_schedule)
+    if not data_path and not args.synthetic:
         raise UserError("no --data-path; fix: pass Megatron prefixes (make them with python -m helpers.preprocess), "
                         "or ask for random tokens by name with --synthetic --vocab-size N")
     ranks = join_ranks()
@@ -107,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
                         "processes; fix: give a multiple of --nproc-per-node")
     workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
-    loader = make_dataloader(None if args.synthetic else args.data_path, split=args.split,
+    loader = make_dataloader(None if args.synthetic else data_path, schedule=schedule, split=args.split,
                              seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
                              seed=settings.seed, num_samples=settings.steps * settings.batch_size,
                              rank=loader_rank(args.plant_bug, ranks.rank, ranks.world_size),

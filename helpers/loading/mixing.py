@@ -1,0 +1,93 @@
+"""The mix of a blended source: its registry of datasets, the segments they were read under, and their state.
+
+A *registry* lists every dataset a run has read, in the order it first read them (a resumed run appends the
+datasets it adds; one it drops stays, weight 0, with its cursor). `choose` of the segments gives, for each sample
+of the global stream, its dataset and its number in that dataset's own order, so the state needs no more than
+the registry and the segments: the cursors follow from them, and are stored beside them for
+`python -m helpers.audit ledger`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..datasets.indexed import fingerprint
+from .schedule import Segment, choose, resumed_segments, segments_of
+
+
+@dataclass
+class Entry:
+    """One dataset of the registry; `column` is its position in the source's own list, None when the source no
+    longer reads it (removed at a resume)."""
+
+    name: str
+    prefix: str
+    fingerprint: str
+    column: int | None
+
+
+class Mix:
+    """Registry, segments and the choice of every global sample, for `prefixes` and their `phases`."""
+
+    def __init__(self, prefixes: list[str], phases, samples_per_step: int, num_samples: int):
+        self.prefixes, self.phases = [str(p) for p in prefixes], phases
+        self.samples_per_step, self.num_samples = samples_per_step, num_samples
+        self.registry = [Entry(Path(p).name, p, fingerprint(p), k) for k, p in enumerate(self.prefixes)]
+        self.segments = self._future()
+        self.history_stints: list[dict] = []
+        self._choose()
+
+    def _future(self) -> list[Segment]:
+        columns = {entry.column: k for k, entry in enumerate(self.registry) if entry.column is not None}
+        return segments_of(self.phases, self.samples_per_step, [columns[j] for j in range(len(self.prefixes))],
+                           len(self.registry))
+
+    def _choose(self) -> None:
+        self.dataset_index, self.dataset_number = choose(self.segments, self.num_samples)
+        self.columns = np.array([-1 if e.column is None else e.column for e in self.registry], dtype=np.int64)
+
+    def column_of(self, registry_index: np.ndarray) -> np.ndarray:
+        """The source's own dataset position of registry datasets (never a removed one: it has weight 0)."""
+        return self.columns[registry_index]
+
+    def cursors(self, consumed: int) -> np.ndarray:
+        """Samples taken of each registry dataset by the first `consumed` samples of the stream."""
+        return np.bincount(self.dataset_index[:consumed], minlength=len(self.registry)).astype(np.int64)
+
+    def state(self, consumed: int) -> dict:
+        cursors = self.cursors(consumed)
+        return {"datasets": [{"name": e.name, "prefix": e.prefix, "fingerprint": e.fingerprint,
+                              "samples": int(cursors[k])} for k, e in enumerate(self.registry)],
+                "segments": [s.to_json() for s in self.segments if s.start < max(consumed, 1)]}
+
+    def resume(self, state: dict, consumed: int) -> None:
+        """Take the registry and segments of `state` up to `consumed`, and this mix from there."""
+        if consumed > self.num_samples:
+            raise UserError(f"the loader state consumed {consumed} samples, more than this loader's "
+                            f"{self.num_samples}; fix: ask for at least as many samples (steps) as the run has taken")
+        saved = state["datasets"]
+        unmatched = list(self.registry)
+        registry = []
+        for old in saved:
+            entry = next((e for e in unmatched if e.fingerprint == old["fingerprint"]), None)
+            if entry is not None:
+                unmatched.remove(entry)
+            else:
+                for current in self.registry:
+                    if current.fingerprint != old["fingerprint"] and current.name == old["name"]:
+                        raise UserError(f"{current.prefix}: its data changed since the loader state was saved "
+                                        f"(fingerprint {old['fingerprint']}, now {current.fingerprint}); fix: resume "
+                                        "with the data the run read, or give the new data another name")
+                entry = Entry(old["name"], old["prefix"], old["fingerprint"], None)
+            registry.append(entry)
+        registry += unmatched
+        self.registry = registry
+        width = len(registry)
+        history = [Segment(s.start, s.weights + (0.0,) * (width - len(s.weights)))
+                   for s in map(Segment.from_json, state["segments"])]
+        self.segments = resumed_segments(history, consumed, self._future())
+        self._choose()
