@@ -9,7 +9,8 @@ synthetic data, asked for by name here: no model learns from it. Each row is a f
 after its imports to its first batch (or, for megatron-core, to the end of its build), the median of
 `--repeats`:
 
-- megatron-core: `BlendedMegatronDatasetBuilder` building `GPTDataset`'s train split (one epoch, no cache);
+- megatron-core: `BlendedMegatronDatasetBuilder` building `GPTDataset`'s train split (one epoch; its index
+  cache, which it always writes, removed before each run);
 - ours, one prefix: `make_dataloader([prefix])` and `batch_at(0)`;
 - ours, a fixed blend of two halves of the prefix, and a ten-phase schedule over the same two (the schedule
   goal: within 2x the fixed blend).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,9 +56,6 @@ def synthetic_prefix(prefix: Path, documents: int, seed: int) -> str:
         out.write(lengths.astype("<i4").tobytes())
         out.write(pointers.astype("<i8").tobytes())
         out.write(np.arange(documents + 1, dtype="<i8").tobytes())
-    (Path(f"{prefix}.json")).write_text(json.dumps({"format": "megatron", "tokenizer": {
-        "name": "synthetic", "fingerprint": "synthetic", "vocab_size": 32000, "eod_id": 0, "bos_id": None},
-        "dtype": DTYPE.name}))
     return str(prefix)
 
 
@@ -67,7 +66,7 @@ from helpers.loading.loader import make_dataloader
 data, schedule = json.loads({data!r}), json.loads({schedule!r})
 start = time.perf_counter()
 loader = make_dataloader(data, schedule=schedule, split="100,0,0", seq_length={seq}, batch_size=8, cache_dir=None,
-                         tokenizer=None)
+                         tokenizer="bytes")  # no sidecar: the ids are zeros of a uint16 vocabulary
 loader.batch_at(0)
 print(time.perf_counter() - start)
 """
@@ -90,10 +89,12 @@ print(time.perf_counter() - start)
 """
 
 
-def timed(script: str, repeats: int) -> float:
-    """Median seconds a fresh process prints for `script`."""
+def timed(script: str, repeats: int, cache: Path | None = None) -> float:
+    """Median seconds a fresh process prints for `script`; `cache`: a folder removed before each run."""
     runs = []
     for _ in range(repeats):
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONWARNINGS": "ignore"})
         runs.append(float(done.stdout.strip().splitlines()[-1]))
@@ -118,7 +119,10 @@ def main() -> None:
         halves = [synthetic_prefix(folder / f"half{k}-{scale:g}", documents // 2, seed=2 + k) for k in (0, 1)]
         tokens = int(np.fromfile(idx_path(whole), dtype="<i4", count=documents, offset=HEADER.size).sum(dtype=np.int64))
         samples = (tokens - 1) // args.seq_length
-        megatron = timed(MEGATRON.format(seq=args.seq_length, prefix=whole, samples=samples), args.repeats)
+        # megatron-core always caches its indices, beside the prefix when no path is given: removed before each
+        # run, so that it builds them (and saves them, as it always does) like ours
+        megatron = timed(MEGATRON.format(seq=args.seq_length, prefix=whole, samples=samples), args.repeats,
+                         cache=Path(whole) / "cache")
 
         def ours(data, schedule=None) -> float:
             return timed(OURS.format(root=str(ROOT), data=json.dumps(data), schedule=json.dumps(schedule),

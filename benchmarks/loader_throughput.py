@@ -6,6 +6,7 @@
 Both read the same Megatron prefix, the same samples in the same order (checked token for token on the
 first batches), in one process, no workers, after one warm-up batch, with torch's default threads. Megatron
 is timed twice: with its default `create_attention_mask=True` (a [S, S] mask per sample) and without it.
+A row of ours reads the prefix twice, as two datasets under a 10-phase schedule: what mixing adds to a batch.
 Every rate is measured twice: on an idle machine, and beside one other process spinning on a core (as on
 a GPU node, where other ranks and workers hold cores). The last line compares
 our rate with what a training run consumes (`--h100-tokens-per-s`, e.g. the h100 preset's measured rate).
@@ -49,6 +50,7 @@ from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
 
 OURS = "ours (vectorised gather, numpy batch)"
+SCHEDULED = "ours, a 10-phase schedule over the prefix twice"
 
 
 def corpus_prefix(work: Path, copies: int = 1) -> str:
@@ -226,6 +228,10 @@ def main() -> None:
     num_samples = (args.batches + 1) * B
     ours = make_dataloader([prefix], split="100,0,0", seq_length=S, batch_size=B, num_samples=num_samples,
                            seed=args.seed, cache_dir=None)
+    # the mixing's cost: two datasets (the same prefix twice, each in its own order) whose weights change 10 times
+    phases = [(round(step), [1 + k % 3, 1 + (k + 1) % 2]) for k, step in enumerate(np.linspace(0, args.batches, 10))]
+    scheduled = make_dataloader([prefix, prefix], schedule=phases, split="100,0,0", seq_length=S, batch_size=B,
+                                num_samples=num_samples, seed=args.seed, cache_dir=None)
     collate = torch.utils.data.default_collate
     megatron = {mask: megatron_dataset(prefix, S, num_samples, args.seed, mask) for mask in (True, False)}
 
@@ -234,7 +240,7 @@ def main() -> None:
         assert torch.equal(ours.batch_at(step)["input_ids"], theirs["tokens"].long()), "samples differ"
 
     def measure() -> dict[str, float]:
-        results = {OURS: rate(ours.batch_at, args.batches)}
+        results = {OURS: rate(ours.batch_at, args.batches), SCHEDULED: rate(scheduled.batch_at, args.batches)}
         for mask, dataset in megatron.items():
             name = f"megatron-core GPTDataset + default_collate (create_attention_mask={mask})"
             results[name] = rate(lambda step, d=dataset: collate([d[step * B + b] for b in range(B)]),

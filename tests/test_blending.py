@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.common.errors import UserError
 from helpers.datasets import gpt_dataset
@@ -331,3 +333,20 @@ def test_split_strings_megatron_refuses_or_misreads_are_refused_in_one_line(spli
         gpt_dataset.parse_split(split)
     message = str(err.value)
     assert f"'{split}'" in message and "fix:" in message and "\n" not in message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=30), st.integers(1, 16), st.integers(0, 60), st.randoms())
+def test_the_sample_index_is_where_each_sample_starts_in_the_stream(lengths, seq_length, num_samples, rng):
+    """The one-pass build against its definition: sample k starts at token k x seq_length of the stream, in the
+    entry whose tokens hold it (`searchsorted` on the entries' starts), past the end in the last entry."""
+    sequence_lengths = np.array(lengths, dtype=np.int32)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    document_index = np.array(order, dtype=np.int32)
+    starts = np.concatenate([[0], np.cumsum(sequence_lengths[document_index].astype(np.int64))])
+    positions = np.arange(num_samples + 1, dtype=np.int64) * seq_length
+    entry = np.minimum(np.searchsorted(starts, positions, side="right") - 1, document_index.size - 1)
+    expected = np.stack([entry, positions - starts[entry]], axis=1)
+    np.testing.assert_array_equal(gpt_dataset.build_sample_index(sequence_lengths, document_index, seq_length,
+                                                                 num_samples), expected)

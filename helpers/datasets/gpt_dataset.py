@@ -71,26 +71,26 @@ def parse_split(split: str) -> list[float]:
 
 
 @njit(cache=True, nogil=True)
-def _gather_windows(tokens, firsts, stream_map, out):  # pragma: no cover - compiled
-    """Row i of `out` = stream positions `firsts[i] ..` (as many as `out` is wide), copied run by run: one
-    contiguous run of the `.bin` per document entry the window touches (`stream_map` is `(starts, shift)`:
-    entry k covers stream positions `starts[k] .. starts[k+1]`, at `.bin` position `stream + shift[k]`).
-    One thread, no temporary arrays."""
-    starts, shift = stream_map
+def _gather_windows(tokens, samples, sample_index, document_index, lengths, pointers, itemsize, out):
+    """Row i of `out` = the tokens of sample `samples[i]`, as wide as `out`: from where the sample index says it
+    starts (an entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per
+    sequence it touches, as megatron-core reads a sample. Nothing is built beforehand: the first batch of a new
+    process costs what its rows cost. One thread, no temporary arrays."""
     width = out.shape[1]
-    for i in range(firsts.size):
-        first = firsts[i]
-        k = np.searchsorted(starts, first, side="right") - 1
+    for i in range(samples.size):
+        entry, offset = sample_index[samples[i], 0], sample_index[samples[i], 1]
         done = 0
         while done < width:
-            if k + 1 >= starts.size:
+            if entry >= document_index.size:
                 raise IndexError("a window runs past the end of the document stream")
-            end = min(width, starts[k + 1] - first)
-            source = first + done + shift[k]
-            for j in range(end - done):
-                out[i, done + j] = tokens[source + j]
-            done = end
-            k += 1
+            sequence = document_index[entry]
+            take = min(lengths[sequence] - offset, width - done)
+            first = pointers[sequence] // itemsize + offset
+            for j in range(take):
+                out[i, done + j] = tokens[first + j]
+            done += take
+            entry += 1
+            offset = 0
 
 
 def split_bookends(split: str) -> list[tuple[float, float] | None]:
@@ -128,7 +128,7 @@ def build_document_index(documents: np.ndarray, epochs: int, rng: np.random.Rand
                          separate_final_epoch: bool) -> np.ndarray:
     """Document ids tiled per epoch and shuffled, as int32; the final epoch apart when asked."""
     if not separate_final_epoch or epochs == 1:
-        index = np.tile(documents, epochs).astype(np.int32)
+        index = np.tile(documents.astype(np.int32, copy=False), epochs)
         rng.shuffle(index)
         return index
     first = build_document_index(documents, epochs - 1, rng, False)
@@ -139,13 +139,30 @@ def build_document_index(documents: np.ndarray, epochs: int, rng: np.random.Rand
 def build_sample_index(sequence_lengths: np.ndarray, document_index: np.ndarray, seq_length: int,
                        num_samples: int) -> np.ndarray:
     """[num_samples + 1, 2]: (position in the document index, offset) where each sample starts."""
-    lengths = sequence_lengths[document_index].astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    positions = np.arange(num_samples + 1, dtype=np.int64) * seq_length
-    doc = np.searchsorted(starts, positions, side="right") - 1
-    doc = np.minimum(doc, document_index.size - 1)
-    offsets = positions - starts[doc]
-    return np.stack([doc, offsets], axis=1)
+    return _sample_starts(sequence_lengths, document_index, seq_length, num_samples)
+
+
+@njit(cache=True)
+def _sample_starts(sequence_lengths, document_index, seq_length, num_samples):  # pragma: no cover - compiled
+    """Sample k starts at token k x seq_length of the documents' stream, in the entry holding that token (an
+    entry ending exactly there gives way to the next); starts past the stream's end stay in its last entry.
+    One pass over the document index: no array of its lengths or their sums."""
+    out = np.empty((num_samples + 1, 2), dtype=np.int64)
+    k, begin = 0, 0
+    for entry in range(document_index.size):
+        end = begin + sequence_lengths[document_index[entry]]
+        while k <= num_samples and k * seq_length < end:
+            out[k, 0], out[k, 1] = entry, k * seq_length - begin
+            k += 1
+        if k > num_samples:
+            return out
+        begin = end
+    last = document_index.size - 1
+    begin -= sequence_lengths[document_index[last]] if last >= 0 else 0
+    while k <= num_samples:
+        out[k, 0], out[k, 1] = last, k * seq_length - begin
+        k += 1
+    return out
 
 
 def build_shuffle_index(num_samples: int, total: int, rng: np.random.RandomState) -> np.ndarray:
@@ -233,7 +250,6 @@ class GPTDataset(torch.utils.data.Dataset):
         self.document_index, self.sample_index, self.shuffle_index = \
             indices.document_index, indices.sample_index, indices.shuffle_index
         self.epochs, self.tokens_per_epoch = indices.epochs, indices.tokens_per_epoch
-        self._gather = None
 
     # ------------------------------------------------------------ index building
 
@@ -286,17 +302,6 @@ class GPTDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return self.sample_index.shape[0] - 1
 
-    def _stream_map(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where each entry of the document index starts in the sample stream, and the shift from a
-        stream position to its element in the `.bin` (built once, on first use)."""
-        if self._gather is None:
-            lengths = self.dataset.sequence_lengths[self.document_index].astype(np.int64)
-            starts = np.zeros(lengths.size + 1, dtype=np.int64)
-            np.cumsum(lengths, out=starts[1:])
-            first_element = self.dataset.sequence_pointers[self.document_index] // self.dataset.dtype.itemsize
-            self._gather = (starts, first_element - starts[:-1])
-        return self._gather
-
     @property
     def token_dtype(self) -> np.dtype:
         """The `.bin`'s dtype: windows in it are the fewest bytes to hand from a worker to the main process."""
@@ -310,9 +315,11 @@ class GPTDataset(torch.utils.data.Dataset):
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
             raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
-        first = self.shuffle_index[sample_ids].astype(np.int64) * self.seq_length
+        samples = self.shuffle_index[sample_ids].astype(np.int64)
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
-        _gather_windows(self.dataset.tokens, first, self._stream_map(), out)
+        data = self.dataset
+        _gather_windows(data.tokens, samples, self.sample_index, self.document_index, data.sequence_lengths,
+                        data.sequence_pointers, data.dtype.itemsize, out)
         return out
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:

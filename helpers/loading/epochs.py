@@ -41,6 +41,8 @@ class EpochOrder:
 
     def epoch(self, e: int) -> GPTDataset:
         """The GPTDataset of epoch `e` (built on first use; the least recently used beyond EPOCHS_KEPT dropped)."""
+        if self._epochs and next(reversed(self._epochs)) == e:  # the one in use
+            return self._epochs[e]
         if e not in self._epochs:
             config = replace(self.config, seed=epoch_seed(self.config.seed, e))
             self._epochs[e] = GPTDataset(self.indexed.prefix, self.span, None, config, split_name=self.split_name,
@@ -57,9 +59,11 @@ class EpochOrder:
     def windows(self, numbers, dtype=np.int64) -> np.ndarray:
         """`[n, seq_length + 1]` token windows of this dataset's samples `numbers` (in its own order)."""
         numbers = np.asarray(numbers, dtype=np.int64)
+        if numbers.size:
+            first, last = int(numbers.min()) // self.per_epoch, int(numbers.max()) // self.per_epoch
+            if first == last:  # the usual case: a batch within one epoch
+                return self.epoch(first).windows(numbers - first * self.per_epoch if first else numbers, dtype)
         epochs, within = np.divmod(numbers, self.per_epoch)
-        if numbers.size and epochs[0] == epochs[-1] and (epochs == epochs[0]).all():  # the usual case: one epoch
-            return self.epoch(int(epochs[0])).windows(within, dtype)
         out = BATCH_BLOCKS.block((numbers.size, self.config.seq_length + 1), dtype)
         for e in np.unique(epochs):
             chosen = epochs == e

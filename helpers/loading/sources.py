@@ -214,18 +214,15 @@ class ScheduledSource(Source):
                                                                                                          settings)
         self.num_samples = int(num_samples)
         self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples)
-
-    @property
-    def token_dtype(self) -> np.dtype:
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
-        return dtype if dtype.kind in "iu" else np.dtype(np.int64)
+        self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
 
     def windows(self, sample_ids) -> np.ndarray:
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
-        columns = self.mix.column_of(self.mix.dataset_index[sample_ids])
         numbers = self.mix.dataset_number[sample_ids]
         if len(self.orders) == 1:
             return self.orders[0].windows(numbers, self.token_dtype)
+        columns = self.mix.column_of(self.mix.dataset_index[sample_ids])
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), self.token_dtype)
         for k in np.unique(columns):
             chosen = columns == k
