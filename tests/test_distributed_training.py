@@ -158,6 +158,7 @@ def test_a_schedule_stopped_on_2_processes_resumes_on_3_with_the_uninterrupted_c
     """Annealing in miniature: docs first, then mostly literature from step 3; stopped at step 2 on 2 processes,
     resumed on 3 (a global batch of 6 splits both ways), the float64 curve is the uninterrupted one's, and the
     ledger of the last checkpoint names what each dataset gave and the ranks' stints."""
+    from helpers.audit.ledger import ledger, read_state
     from helpers.preprocess import preprocess
 
     lines = (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:10]
@@ -185,10 +186,9 @@ def test_a_schedule_stopped_on_2_processes_resumes_on_3_with_the_uninterrupted_c
     whole, pieces = losses(tmp_path / "whole.csv"), losses(tmp_path / "before.csv") + losses(tmp_path / "after.csv")
     assert len(whole) == len(pieces) == 6
     assert max(abs(a - b) for a, b in zip(whole, pieces)) <= TOLERANCE, (whole, pieces)
-    shown = subprocess.run([sys.executable, "-m", "helpers.audit", "ledger", str(tmp_path / "checkpoints"), "--json"],
-                           capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    book = json.loads(shown.stdout)
+    state, source = read_state(tmp_path / "checkpoints")  # what `python -m helpers.audit ledger DIR` reads
+    assert source.parent.name == "step-0000006"
+    book = ledger(state)
     # 3 steps of 6 samples at 0.8/0.2, then 3 at 0.1/0.9: the greedy rule keeps each within a sample of its share
     assert all(abs(d["samples"] - d["asked_samples"]) <= len(book["segments"]) for d in book["datasets"])
     assert book["ranks"]["disjoint"] and len(book["segments"]) == 2

@@ -71,11 +71,13 @@ def parse_split(split: str) -> list[float]:
 
 
 @njit(cache=True, nogil=True)
-def _gather_windows(tokens, samples, sample_index, document_index, lengths, pointers, itemsize, out):
+def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compiled
     """Row i of `out` = the tokens of sample `samples[i]`, as wide as `out`: from where the sample index says it
     starts (an entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per
-    sequence it touches, as megatron-core reads a sample. Nothing is built beforehand: the first batch of a new
-    process costs what its rows cost. One thread, no temporary arrays."""
+    sequence it touches, as megatron-core reads a sample. `indices`: (sample index, document index, sequence
+    lengths, sequence pointers, bytes per token). Nothing is built beforehand: the first batch of a new process
+    costs what its rows cost. One thread, no temporary arrays."""
+    sample_index, document_index, lengths, pointers, itemsize = indices
     width = out.shape[1]
     for i in range(samples.size):
         entry, offset = sample_index[samples[i], 0], sample_index[samples[i], 1]
@@ -318,8 +320,8 @@ class GPTDataset(torch.utils.data.Dataset):
         samples = self.shuffle_index[sample_ids].astype(np.int64)
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
         data = self.dataset
-        _gather_windows(data.tokens, samples, self.sample_index, self.document_index, data.sequence_lengths,
-                        data.sequence_pointers, data.dtype.itemsize, out)
+        _gather_windows(data.tokens, samples, (self.sample_index, self.document_index, data.sequence_lengths,
+                                               data.sequence_pointers, data.dtype.itemsize), out)
         return out
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
