@@ -62,7 +62,10 @@ def _histogram(seen: np.ndarray) -> list[int]:
 
 def _gpt_dataset(entry: dict, cut: dict, samples: int) -> dict:
     indexed = IndexedDataset(entry["prefix"])
-    span = split_span(cut["split"], cut["split_name"], len(indexed))
+    span = split_span(cut["split"], cut["split_name"], len(indexed)) or (0, 0)
+    if indexed.sequence_lengths[span[0]:span[1]].sum() <= 1:  # an empty split of weight 0: nothing taken
+        return {"tokens": 0, "per_epoch": 0, "documents_seen": _histogram(np.zeros(span[1] - span[0], np.int64)),
+                "tokens_per_sample": cut["seq_length"]}
     config = GPTDatasetConfig(cut["seq_length"], cut["seed"], eod_id=None)
     order = EpochOrder(indexed, span, config, cut["split_name"])
     return {"tokens": samples * cut["seq_length"], "per_epoch": order.per_epoch,
@@ -71,7 +74,7 @@ def _gpt_dataset(entry: dict, cut: dict, samples: int) -> dict:
 
 def _packed_dataset(entry: dict, cut: dict, samples: int, salt: int) -> dict:
     indexed = IndexedDataset(entry["prefix"])
-    begin, end = split_span(cut["split"], cut["split_name"], len(indexed))
+    begin, end = split_span(cut["split"], cut["split_name"], len(indexed)) or (0, 0)
     plan = pack(indexed.sequence_lengths[begin:end], cut["seq_length"], cut["strategy"], overlong="split")
     if plan.rows == 0:  # an empty split of weight 0: nothing taken
         return {"tokens": 0, "per_epoch": 0, "documents_seen": _histogram(np.zeros(end - begin, np.int64)),
