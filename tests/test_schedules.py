@@ -248,3 +248,16 @@ def test_the_ledger_command_reads_a_saved_state(prefixes, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "helpers.audit", "ledger", str(tmp_path / "absent.json")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "fix:" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_schedule_file_with_a_missing_or_unknown_key_is_refused_naming_its_keys(prefixes, tmp_path):
+    from helpers.loading.schedule import load_schedule_file
+
+    good = f"datasets: [{prefixes[0]}, {prefixes[1]}]\nphases:\n  - {{step: 0, weights: [1, 1]}}\n"
+    path = tmp_path / "good.yaml"
+    path.write_text(good)
+    assert load_schedule_file(path) == (prefixes[:2], [(0, [1, 1])])
+    for text, found in ((good.replace("phases:", "phase:"), "datasets, phase"), (good + "extra: 1\n", "extra")):
+        path.write_text(text)
+        with pytest.raises(UserError, match=f"found keys .*{found}.*; fix: "):
+            load_schedule_file(path)

@@ -74,7 +74,7 @@ def parse_schedule(schedule, datasets: int) -> list[tuple[int, tuple[float, ...]
             raise UserError(f"schedule phase {position}: step {step!r} is not a whole number of steps; fix: e.g. 800")
         if not isinstance(weights, (list, tuple)) or len(weights) != datasets:
             raise UserError(f"schedule phase {position}: {weights!r:.60} is not {datasets} weights, one per dataset "
-                            "in the order of the data path; fix: give one weight per dataset")
+                            "in the order the datasets are listed; fix: give one weight per dataset")
         if phases and step <= phases[-1][0]:
             raise UserError(f"schedule phase {position} starts at step {step}, not after step {phases[-1][0]}; "
                             "fix: list the phases in order of their steps")
@@ -89,10 +89,11 @@ def load_schedule_file(path: str | os.PathLike) -> tuple[list[str], list[tuple[i
     (weights in the order of `datasets`, or a mapping of prefix to weight). Returns (prefixes, phases)."""
     path = Path(path)
     content = read_yaml(path, "schedule file", SCHEDULE_EXAMPLE)
-    if not isinstance(content, dict) or not isinstance(content.get("datasets"), list) \
-            or not isinstance(content.get("phases"), list):
-        raise UserError(f"{path}: a schedule file has 'datasets' (a list of prefixes) and 'phases'; found "
-                        f"{content!r:.80}; fix: write e.g. 'datasets: [PREFIX_A, PREFIX_B]' and {SCHEDULE_EXAMPLE}")
+    keys = sorted(map(str, content)) if isinstance(content, dict) else []
+    if keys != ["datasets", "phases"] or not all(isinstance(content[key], list) for key in keys):
+        found = f"keys {', '.join(keys)}" if keys else f"a {type(content).__name__}"
+        raise UserError(f"{path}: a schedule file has two lists, 'datasets' (the prefixes) and 'phases', and nothing "
+                        f"else; found {found}; fix: write e.g. 'datasets: [PREFIX_A, PREFIX_B]' and {SCHEDULE_EXAMPLE}")
     prefixes = [str(p) for p in content["datasets"]]
     phases = []
     for position, phase in enumerate(content["phases"], 1):
