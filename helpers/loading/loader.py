@@ -138,8 +138,7 @@ class TokenBatches:
             raise ValueError(f"unused={unused} batches of {self.step} taken")
         consumed = (self.step - unused) * self.world_size * self.batch_size
         state = {"version": STATE_VERSION, "fingerprint": self.fingerprint, "seed": self.seed,
-                 "samples_consumed": consumed, "seq_length": self.source.seq_length,
-                 "stints": self.stints_until(consumed)}
+                 "samples_consumed": consumed, "stints": self.stints_until(consumed)}
         mix = getattr(self.source, "mix", None)
         if mix is not None:
             state["mix"] = {**mix.state(consumed), "cut": self.source.cut()}

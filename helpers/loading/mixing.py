@@ -38,7 +38,6 @@ class Mix:
         self.samples_per_step, self.num_samples = samples_per_step, num_samples
         self.registry = [Entry(Path(p).name, p, fingerprint(p), k) for k, p in enumerate(self.prefixes)]
         self.segments = self._future()
-        self.history_stints: list[dict] = []
         self._choose()
 
     def _future(self) -> list[Segment]:
