@@ -80,7 +80,8 @@ def small_corpus(tmp_path_factory, corpus_dir):
 def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
     megatron_dir = tmp_path / "megatron"
     entry = run_notebook(_notebook("02_preprocessing"), tmp_path / "02.ipynb",
-                         {"corpus_dir": str(small_corpus), "out_dir": str(megatron_dir), "shard_tokens": 5_000})
+                         {"corpus_dir": str(small_corpus), "out_dir": str(megatron_dir), "shard_tokens": 5_000,
+                          "timing_repeats": 1})
     assert entry["status"] == "ok", entry.get("error")
     m = entry["metrics"]
     assert m["documents.docs"] == 12 and m["tokens.literature"] > 1_000
