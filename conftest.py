@@ -81,12 +81,19 @@ REAL_RUNS_TESTS = ("test_real_data_beats_random_tokens_on_the_same_steps",
                    "test_every_zero_stage_takes_the_same_steps")
 
 
+# The test modules that use the `ray_cluster` fixture (tests/conftest.py): one unit, so that one worker alone starts
+# a Ray (about 10 s, and its daemons' CPU while it lives).
+RAY_MODULES = {path.name for path in (Path(__file__).parent / "tests").glob("test_*.py")
+               if "ray_cluster" in path.read_text(encoding="utf-8")}
+
+
 def unit_of(nodeid: str) -> str:
     """The unit of work an xdist worker runs whole and in order, from a test's id:
     - a notebook's cells, with every notebook and test that shares its data/ folder or reads its default run
       (test_notebooks' `test_NN_...`);
     - in test_examples, the tests of `real_runs` together and every other test alone (the planted-bug matrix is
       a third of the suite);
+    - the modules that use Ray, together (`RAY_MODULES`);
     - elsewhere a module (its module-scoped fixtures are built once)."""
     path, _, rest = nodeid.partition("::")
     name = Path(path).name
@@ -100,6 +107,8 @@ def unit_of(nodeid: str) -> str:
         return f"notebooks-{NOTEBOOK_CHAINS.get(number, number)}"
     if name == "test_examples.py":
         return f"{path}::real_runs" if rest.split("[")[0] in REAL_RUNS_TESTS else nodeid
+    if name in RAY_MODULES:
+        return "ray"
     return path
 
 

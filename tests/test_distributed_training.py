@@ -66,23 +66,20 @@ def test_two_processes_take_the_steps_of_one_with_the_same_global_batch(prefix, 
     assert curve[-1] < curve[0], "it learns"
 
 
-@pytest.mark.parametrize("first, second", [((2, "fsdp", 3), (1, "none")), ((1, "none", 2), (2, "ddp"))],
-                         ids=["2 processes (fsdp) then 1", "1 process then 2 (ddp)"])
-def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_process, tmp_path, first, second):
+def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_process, tmp_path):
+    """Stopped on 2 processes with FSDP2, resumed on 1: the steps of the uninterrupted run. (DDP stopped on 2 and
+    resumed on 3 is the schedule's test below; 1 process resumed on 2 with DDP, notebook 08's solutions.) What a
+    checkpoint refuses, another model or other data, is checked on the same checkpoint."""
     checkpoints = tmp_path / "checkpoints"
-    (processes, parallel, stop), (again, parallel_again) = first, second
-    before = run_training(prefix, tmp_path / "before.csv", processes, "--parallel", parallel,
-                          "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "1", "--until-step", str(stop))
+    before = run_training(prefix, tmp_path / "before.csv", 2, "--parallel", "fsdp",
+                          "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "1", "--until-step", "3")
     assert before.returncode == 0, before.stderr
-    assert sorted(p.name for p in checkpoints.iterdir()) == [f"step-{s:07d}" for s in range(1, stop + 1)]
-    after = run_training(prefix, tmp_path / "after.csv", again, "--parallel", parallel_again,
-                         "--checkpoint-dir", str(checkpoints), "--resume")
+    assert sorted(p.name for p in checkpoints.iterdir()) == [f"step-{s:07d}" for s in range(1, 4)]
+    after = run_training(prefix, tmp_path / "after.csv", 1, "--checkpoint-dir", str(checkpoints), "--resume")
     assert after.returncode == 0, after.stderr
     curve = losses(tmp_path / "before.csv") + losses(tmp_path / "after.csv")
     assert len(curve) == len(one_process)
     assert max(abs(a - b) for a, b in zip(curve, one_process)) <= TOLERANCE, (curve, one_process)
-    if processes > 1:
-        return  # what a checkpoint refuses is the same whoever wrote it: checked once, on the one-process run's
     other_shape = [arg.replace("hidden_size=32", "hidden_size=48") for arg in TINY]
     other_data = [arg.replace("64", "32") if arg == "64" else arg for arg in TINY]  # --seq-length 32
     for arguments, what in ((other_shape, "model"), (other_data, "data")):

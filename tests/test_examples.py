@@ -61,10 +61,13 @@ def real_runs(prefix, tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_real_data_beats_random_tokens_on_the_same_steps(name, real_runs):
-    synthetic = run_framework(name, ["--synthetic", "--vocab-size", "258", *TINY], EXAMPLES[name]).check()
-    assert "SYNTHETIC DATA, asked for by name" in synthetic.stderr
-    random_loss = float(FINAL_LOSS.search(synthetic.stdout)[1])
-    assert real_runs[name]["loss"].iloc[-1] < random_loss - 1.0, (real_runs[name], random_loss)
+    """On uniform random ids the loss cannot fall below ln V (notebook 06): the real run ends over a nat below it.
+    Random ids come only by name: Megatron's run on them is here; the others' are audited below (and stopped)."""
+    assert real_runs[name]["loss"].iloc[-1] < math.log(258) - 1.0, real_runs[name]
+    if name == "megatron":  # the one example without --audit, so without the audited random run below
+        synthetic = run_framework(name, ["--synthetic", "--vocab-size", "258", *TINY], EXAMPLES[name]).check()
+        assert "SYNTHETIC DATA, asked for by name" in synthetic.stderr
+        assert float(FINAL_LOSS.search(synthetic.stdout)[1]) > 0.95 * math.log(258)
 
 
 def test_every_framework_learns_from_the_loaders_global_batches(real_runs, prefix):
@@ -128,6 +131,7 @@ def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, p
     # rows of 128 tokens: random ids are named at their first step (shorter rows wait for 1,024 pooled ids)
     wide = ["--steps", "4", "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", "128", *SHAPE]
     fallback = run_framework(name, ["--audit", "--synthetic", "--vocab-size", "258", *wide, *flags], processes)
+    assert "SYNTHETIC DATA, asked for by name" in fallback.stderr, fallback.stderr[-3000:]
     errors = [line for line in fallback.stderr.splitlines() if line.startswith("error: ")]
     # one line from each rank that got to say it (torchrun stops the others once one has failed)
     assert 1 <= len(errors) <= processes, fallback.stderr[-3000:]
@@ -152,7 +156,6 @@ def test_an_audited_run_resumes_from_its_checkpoint_without_a_finding(prefix, tm
 
 
 AUDITED = {"ddp": ("helpers.training", 2, ["--parallel", "ddp"]),
-           "fsdp": ("helpers.training", 2, ["--parallel", "fsdp"]),
            "deepspeed": ("deepspeed", 2, []), "trainer": ("trainer", 1, [])}
 FINDING = re.compile(r"^error: ([a-z-]+) \(rank (\d+), step (\d+)\): .*; fix: ", re.MULTILINE)
 
@@ -180,9 +183,11 @@ def due_step(bug: str, tokens_per_step: int, rows: int, ranks: int) -> int:
 # the steps counted over the ranks (resume-replays); in helpers.training also the labels it hands the auditor
 # (double-shift) and a finding on one rank alone (partly-random); in Trainer, whose collator plants and whose
 # callback audits what the model is called with, the labels' bugs, a loop and uint16-wrap (16,384 ids of a 128k
-# vocabulary before it shows: one step's worth on Trainer's one process).
+# vocabulary before it shows: one step's worth on Trainer's one process). helpers.training wires the loader, the
+# vocabulary and the auditor the same way under --parallel ddp and fsdp (the flag reaches only the training loop):
+# its bugs are launched with DDP, and FSDP2's audited runs are the real and the random ones above.
 WIRED = ["rank-not-set", "past-vocab", "resume-replays"]
-PLANTED_IN = {"ddp": [*WIRED, "double-shift", "partly-random"], "fsdp": WIRED, "deepspeed": WIRED,
+PLANTED_IN = {"ddp": [*WIRED, "double-shift", "partly-random"], "deepspeed": WIRED,
               "trainer": [*WIRED, "double-shift", "no-shift", "padding-in-loss", "stream-loops", "uint16-wrap"]}
 
 
