@@ -156,6 +156,12 @@ def test_08_every_framework_sees_the_same_batches_and_resumes_across_world_sizes
     assert m["twice_shifted_loss_gap_at_step_0"] < 0.05  # labels shifted twice: invisible at step 0
     assert m["resume_max_difference"] < 1e-7
     assert (RUNS_DIR / "08" / "deepspeed.csv").exists() and (RUNS_DIR / "08" / "checkpoints").is_dir()
+    # deep dive 7: the last steps on code lower code's held-out loss; resumed with literature's weight cut and
+    # code's raised, megatron-core's rebuilt blend reads literature twice and skips code, at the same loss as ours
+    assert m["anneal_change.code"] < 0 < m["anneal_change.literature"]
+    assert m["megatron_repeated.literature"] > 0 and m["megatron_skipped.code"] > 0
+    assert m["megatron_skipped.literature"] == m["megatron_repeated.code"] == 0
+    assert m["resumed_loss_gap"] < 0.05 and (RUNS_DIR / "08" / "mix-checkpoints").is_dir()
 
 
 def test_09_every_planted_bug_is_named_and_three_show_in_the_loss(default_run_metrics):

@@ -14,7 +14,9 @@ the model in torch's `DistributedDataParallel` and step torch's Adam, on CPU and
 
 from __future__ import annotations
 
+import logging
 import warnings
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import torch
@@ -104,20 +106,34 @@ def megatron_gpt(config, device: torch.device, seed: int = 0) -> GPTModel:
     return model.to(device)
 
 
-def megatron_train_samples(data_path: list[str], seq_length: int, num_samples: int, seed: int) -> GPTDataset:
-    """megatron-core's train split ("100,0,0") of `data_path` (prefixes or a weighted blend), built by its
-    `BlendedMegatronDatasetBuilder` with the tokenizer facts of the first prefix's sidecar."""
+def megatron_train_samples(data_path: list[str], seq_length: int, num_samples: int, seed: int,
+                           split: str = "100,0,0") -> GPTDataset:
+    """megatron-core's train split of `data_path` (prefixes or a weighted blend), built by its
+    `BlendedMegatronDatasetBuilder` with the tokenizer facts of the first prefix's sidecar (no valid or test
+    samples asked for)."""
     blend = get_blend_from_list(data_path)
     facts = data_facts(blend[0][0])
     tokenizer = SimpleNamespace(vocab_size=facts.vocab_size, eod=facts.eod_id, pad=-1, special_tokens_dict={},
                                 unique_identifiers={"class": facts.tokenizer})
-    config = GPTDatasetConfig(random_seed=seed, sequence_length=seq_length, split="100,0,0", blend=blend,
+    config = GPTDatasetConfig(random_seed=seed, sequence_length=seq_length, split=split, blend=blend,
                               tokenizer=tokenizer, reset_position_ids=False, reset_attention_mask=False,
                               eod_mask_loss=False, path_to_cache=None, mmap_bin_files=True,
                               create_attention_mask=False)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), quiet_logger("megatron.core"):
         warnings.simplefilter("ignore")
         return BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, 0, 0], lambda: True, config).build()[0]
+
+
+@contextmanager
+def quiet_logger(name: str):
+    """Only errors from logger `name` while inside: megatron-core warns of an index cache nobody asked for."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def megatron_batch(samples, step: int, batch_size: int, ranks) -> dict[str, torch.Tensor]:
