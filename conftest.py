@@ -112,13 +112,37 @@ def unit_of(nodeid: str) -> str:
     return path
 
 
+# Units that take half a minute or more on 2 cores (a notebook with its solutions, the examples' real runs, the
+# Ray modules, the distributed runs): handed out first, so that the run ends on short units and neither worker
+# waits long for the other.
+LONG_UNITS = ("notebooks-", "::real_runs", "ray", "test_distributed_training.py", "test_audit.py", "test_runs.py",
+              "test_notebooks.py")
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """`make test`'s workers (pytest -n 2) take whole units (`unit_of`), largest first."""
+    """`make test`'s workers (pytest -n 2) take whole units (`unit_of`), long ones first (`LONG_UNITS`), then the
+    others by their number of tests; a worker is given its next unit when one test of its last is left (xdist's own
+    rule queues up to two more ahead, which at the end can leave one worker idle while the other runs its queue)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            longest = min(self.workqueue, key=lambda unit: (not any(name in unit for name in LONG_UNITS),
+                                                            -len(self.workqueue[unit])))
+            self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:  # a worker holds its last test until it knows the next
+                self._assign_work_unit(node)
 
     return UnitScheduling(config, log)
 

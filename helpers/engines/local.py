@@ -1,16 +1,23 @@
 """Jobs on this machine: in this process (one worker) or in a pool of forked worker processes. A job is
 `(function, *arguments)`, run by `call`, the one function every engine (this one and Ray's) ships to its
 workers; results come back in job order, so what a step decides does not depend on the engine or on the
-number of parts. `process_context` is how every process of the package starts."""
+number of parts. `process_context` is how every process of the package starts.
+
+Each worker has a pipe of its own and shares no lock with the others: a worker stopped in the middle of
+sending its result (an error elsewhere, Ctrl-C) leaves nothing held that the run would wait on for ever, as
+`multiprocessing.Pool.terminate` can be left waiting on its result queue's lock."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import traceback
 from multiprocessing import get_context
+from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
+from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 
 
@@ -50,32 +57,115 @@ def _worker_context():
     return context_safe_from("rensa", "helpers.clean.passes")
 
 
+def _serve(connection) -> None:
+    """A worker's life: run each job it is sent, send back `(True, result)` or `(False, error)`, until None."""
+    _start_worker()
+    while (job := connection.recv()) is not None:
+        try:
+            outcome = (True, call(job))
+        except UserError as error:  # the run raises it, in job order, as the one line it is
+            outcome = (False, error)
+        except Exception as error:  # a fault: it travels with the worker's traceback
+            error.add_note(f"in a worker process:\n{traceback.format_exc()}")
+            outcome = (False, error)
+        try:
+            connection.send(outcome)
+        except Exception as error:  # a result or an error that does not pickle: said, not lost
+            connection.send((False, RuntimeError(f"a job's outcome could not be sent back: {error!r}")))
+
+
 class LocalEngine:
-    """Jobs in this process (`workers` 1) or in a pool of forked worker processes."""
+    """Jobs in this process (`workers` 1) or in `workers` worker processes, each fed through its own pipe."""
 
     name = "local"
 
     def __init__(self, workers: int):
-        self.workers, self.pool = workers, None
+        self.workers = workers
+        self.processes: list = []  # (process, connection), started once
+        self.idle = True  # every worker waits for a job: close() may ask them to leave
 
     def start(self) -> None:
         """Start the worker processes (none with one worker), each ready to run a pass."""
-        if self.workers > 1 and self.pool is None:
+        if self.workers <= 1 or self.processes:
+            return
+        context = _worker_context()
+        for _ in range(self.workers):
+            mine, theirs = context.Pipe()
+            process = context.Process(target=_serve, args=(theirs,), daemon=True)
             with signals_held():
-                self.pool = _worker_context().Pool(self.workers, initializer=_start_worker)
-            self.pool.map(call, [(os.getpid,)] * self.workers, chunksize=1)  # wait until they are up
+                process.start()
+                self.processes.append((process, mine))
+            theirs.close()
 
     def map(self, jobs: Sequence[tuple], on_done: Callable[[int, object], None] | None = None) -> list:
+        """Every job's result, in job order. When one fails, jobs after it are not started (those running are
+        stopped by `close`) and those before it finish: the error raised is the earliest job's."""
         self.start()
-        results = []
-        for index, result in enumerate(self.pool.imap(call, jobs) if self.pool else map(call, jobs)):
-            results.append(result)
-            if on_done is not None:
-                on_done(index, result)
+        if not self.processes:
+            results = []
+            for index, job in enumerate(jobs):
+                results.append(call(job))
+                if on_done is not None:
+                    on_done(index, results[-1])
+                check_signals()
+            return results
+        outcomes: dict[int, tuple[bool, object]] = {}
+        running: dict = {}  # connection -> index of the job it runs
+        upcoming = iter(enumerate(jobs))
+        results: list = []
+        self.idle = False
+        for _, connection in self.processes:
+            self._give_next(connection, upcoming, running)
+        while len(results) < len(jobs):
+            if not running:
+                raise RuntimeError(f"no job runs, yet {len(jobs) - len(results)} have no result")
+            for connection in wait(list(running), timeout=0.5):
+                index = running.pop(connection)
+                outcomes[index] = self._receive(connection, index)
+                if all(ok for ok, _ in outcomes.values()):
+                    self._give_next(connection, upcoming, running)
+            while len(results) in outcomes:
+                ok, value = outcomes.pop(len(results))
+                if not ok:
+                    raise value
+                results.append(value)
+                if on_done is not None:
+                    on_done(len(results) - 1, value)
             check_signals()
+        self.idle = True
         return results
 
+    @staticmethod
+    def _give_next(connection, upcoming, running: dict) -> None:
+        """Send the next job, if any, to the worker at the end of `connection`."""
+        for index, job in upcoming:
+            connection.send(job)
+            running[connection] = index
+            return
+
+    def _receive(self, connection, index: int) -> tuple[bool, object]:
+        try:
+            return connection.recv()
+        except EOFError:
+            process = next(process for process, mine in self.processes if mine is connection)
+            process.join(timeout=1)
+            return False, RuntimeError(f"a worker process ended (exit code {process.exitcode}) while it ran job "
+                                       f"{index}: killed, or out of memory; nothing it was writing is kept")
+
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
+        """Workers that wait for a job leave; any that still run one (an error elsewhere, Ctrl-C) are killed."""
+        for process, connection in self.processes:
+            try:
+                if self.idle:
+                    connection.send(None)
+                else:
+                    process.kill()
+            except OSError:  # it had ended already
+                pass
+        for process, connection in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            connection.close()
+        self.processes = []
