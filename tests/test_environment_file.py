@@ -1,4 +1,4 @@
-"""environment.yml stays in step with pyproject.toml: same packages, conda-forge only."""
+"""environment.yml stays in step with pyproject.toml (same packages, conda-forge only), and constraints.txt pins them."""
 
 from __future__ import annotations
 
@@ -67,3 +67,22 @@ def test_the_workshop_packages_are_named_and_the_package_installed_editable():
                      "nbval", "ipykernel", "tqdm"]:
         assert required in names
     assert "-e ." in pip
+
+
+def test_constraints_pin_every_dependency_but_torch_with_an_exact_version():
+    """constraints.txt (which `make` installs with, on Python 3.11) holds one exact version of every package that
+    `make workshop` and `make test` install, torch apart (the Makefile installs it on its own), so that a
+    dependency added to pyproject.toml is pinned there too."""
+    project, _, _, _ = _load()
+    extras = project["optional-dependencies"]
+    declared = {_name(r) for r in project["dependencies"] + extras["test"] + extras["workshop"]
+                if "python_version <" not in r}
+    lines = [line for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if line and line[0] != "#"]
+    pinned = {}
+    for line in lines:
+        requirement = line.split(";", 1)[0].strip()
+        assert re.fullmatch(r"[a-z0-9.-]+==[A-Za-z0-9.+]+", requirement), line
+        pinned[requirement.split("==")[0]] = requirement.split("==")[1]
+    missing = {name.replace("_", "-") for name in declared} - {"torch"} - pinned.keys()
+    assert not missing, f"in pyproject.toml but not pinned in constraints.txt: {sorted(missing)}"
+    assert "torch" not in pinned
