@@ -68,9 +68,8 @@ INSTALLER ?= uv
 UV := $(VENV)/bin/uv
 UV_INDEX_FLAG := $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL),)
 PIP_INSTALL = $(PIP) install -c constraints.txt
-INSTALL = $(if $(filter pip,$(INSTALLER)),$(PIP_INSTALL),$(UV) pip install --python $(PY) --compile-bytecode \
-	$(UV_INDEX_FLAG) -c constraints.txt)
-INSTALL_OR_PIP = $(if $(filter pip,$(INSTALLER)),$(PIP_INSTALL) $(1),$(INSTALL) $(1) \
+UV_INSTALL = $(UV) pip install --python $(PY) --compile-bytecode $(UV_INDEX_FLAG) -c constraints.txt
+INSTALL_OR_PIP = $(if $(filter pip,$(INSTALLER)),$(PIP_INSTALL) $(1),$(UV_INSTALL) $(1) \
 	|| { echo "uv could not install; pip installs instead"; $(PIP_INSTALL) $(1); })
 INSTALLER_PREREQUISITE = $(if $(filter pip,$(INSTALLER)),,$(UV))
 

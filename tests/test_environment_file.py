@@ -1,4 +1,4 @@
-"""environment.yml stays in step with pyproject.toml (same packages, conda-forge only), and constraints.txt pins them."""
+"""environment.yml stays in step with pyproject.toml (same packages, conda-forge only); constraints.txt pins them."""
 
 from __future__ import annotations
 
@@ -78,11 +78,9 @@ def test_constraints_pin_every_dependency_but_torch_with_an_exact_version():
     declared = {_name(r) for r in project["dependencies"] + extras["test"] + extras["workshop"]
                 if "python_version <" not in r}
     lines = [line for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if line and line[0] != "#"]
-    pinned = {}
-    for line in lines:
-        requirement = line.split(";", 1)[0].strip()
-        assert re.fullmatch(r"[a-z0-9.-]+==[A-Za-z0-9.+]+", requirement), line
-        pinned[requirement.split("==")[0]] = requirement.split("==")[1]
-    missing = {name.replace("_", "-") for name in declared} - {"torch"} - pinned.keys()
+    requirements = [line.split(";", 1)[0].strip() for line in lines]
+    assert all(re.fullmatch(r"[a-z0-9.-]+==[A-Za-z0-9.+]+", r) for r in requirements), "one exact version a line"
+    pinned = {requirement.split("==")[0] for requirement in requirements}
+    missing = {name.replace("_", "-") for name in declared} - {"torch"} - pinned
     assert not missing, f"in pyproject.toml but not pinned in constraints.txt: {sorted(missing)}"
     assert "torch" not in pinned
