@@ -230,6 +230,10 @@ def test_a_planned_resume_continues_the_segment_a_changed_one_starts_a_new_one()
     assert resumed_segments(history, 12, [Segment(0, (0.5, 0.5)), Segment(30, (0.0, 1.0))]) == \
         [Segment(0, (0.5, 0.5)), Segment(30, (0.0, 1.0))]
     assert resumed_segments(history, 12, [Segment(0, (0.9, 0.1))]) == [Segment(0, (0.5, 0.5)), Segment(12, (0.9, 0.1))]
+    # a phase of the same schedule beginning at the resume point, with the weights of the one before: the
+    # uninterrupted run restarts the greedy rule's counts there, so the resumed run does too
+    planned = [Segment(0, (0.5, 0.5)), Segment(12, (0.5, 0.5))]
+    assert resumed_segments(history, 12, planned) == planned
     dataset, number = choose([Segment(0, (1.0, 0.0)), Segment(4, (0.0, 1.0))], 8)
     assert dataset.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and number.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
 

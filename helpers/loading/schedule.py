@@ -128,11 +128,13 @@ def segments_of(phases: list[tuple[int, tuple[float, ...]]], samples_per_step: i
 def resumed_segments(history: list[Segment], consumed: int, future: list[Segment]) -> list[Segment]:
     """The segments of a run resumed at sample `consumed`: those it was read under before (`history`, cut at
     `consumed`), then `future`'s from there. The segment `future` has in force at `consumed` continues the last
-    one read where they are the same (a planned resume), else starts at `consumed` (the mix changed)."""
+    one read where it is that segment, start and weights (a planned resume), else starts at `consumed`: a phase of
+    the same schedule that begins there, or a changed mix. Equal weights alone do not continue a segment: the
+    uninterrupted run restarts the greedy rule's counts where a phase begins, whatever its weights."""
     before = [s for s in history if s.start < consumed]
     in_force = [s for s in future if s.start <= consumed][-1:]
     after = [s for s in future if s.start > consumed]
-    if in_force and not (before and before[-1].weights == in_force[0].weights):
+    if in_force and not (before and before[-1] == in_force[0]):
         before.append(Segment(consumed, in_force[0].weights))
     return before + after
 
