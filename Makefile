@@ -52,17 +52,8 @@ lab: $(VENV)/.installed $(KERNEL_SPEC)  ## open JupyterLab on the notebooks, on 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Without a GPU: a wheel on disk first (torch alone, then its dependencies from the index, torch being
-# there already); failing that, torch and its dependencies from TORCH_INDEX.
-LOCAL_TORCH = $(if $(HAS_GPU),false,$(PIP) install --no-index --no-deps "$(TORCH_SPEC)" >/dev/null 2>&1 \
-	&& $(PIP) install "$(TORCH_SPEC)")
-
-$(VENV)/.torch: | $(VENV)/bin/python
-	$(PY) -c "import torch" 2>/dev/null || ($(LOCAL_TORCH)) || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
-	touch $@
-
-# Every package but torch installs with uv (parallel downloads, unpacking and compiling: 28 s on a 2-core machine where
-# pip takes 94 s), pinned by constraints.txt. uv goes to PyPI, or to PIP_INDEX_URL when that is set; where it cannot
+# Every package installs with uv (parallel downloads, unpacking and compiling: 28 s on a 2-core machine where pip
+# takes 94 s), pinned by constraints.txt. uv goes to PyPI, or to PIP_INDEX_URL when that is set; where it cannot
 # (a mirror only pip's configuration names), pip installs instead. `make ... INSTALLER=pip` uses pip alone.
 INSTALLER ?= uv
 UV := $(VENV)/bin/uv
@@ -75,6 +66,20 @@ INSTALLER_PREREQUISITE = $(if $(filter pip,$(INSTALLER)),,$(UV))
 
 $(UV): | $(VENV)/bin/python
 	$(PIP) install -q "uv>=0.5"
+
+# Without a GPU: a wheel on disk first (torch alone from pip's find-links folder, then its dependencies from the
+# index, torch being there already), by uv where pip's settings name such a folder (uv does not read them), else
+# by pip; failing that, torch and its dependencies from TORCH_INDEX.
+FIND_LINKS = $(firstword $(or $(PIP_FIND_LINKS),$(shell $(PIP) config get global.find-links 2>/dev/null)))
+UV_LOCAL_TORCH = $(if $(filter pip,$(INSTALLER)),false,$(if $(FIND_LINKS),$(UV) pip install --python $(PY) \
+	--compile-bytecode --no-index --no-deps --find-links $(FIND_LINKS) "$(TORCH_SPEC)" >/dev/null 2>&1 \
+	&& $(UV_INSTALL) "$(TORCH_SPEC)",false))
+PIP_LOCAL_TORCH = $(PIP) install --no-index --no-deps "$(TORCH_SPEC)" >/dev/null 2>&1 && $(PIP) install "$(TORCH_SPEC)"
+LOCAL_TORCH = $(if $(HAS_GPU),false,($(UV_LOCAL_TORCH)) || ($(PIP_LOCAL_TORCH)))
+
+$(VENV)/.torch: | $(VENV)/bin/python $(INSTALLER_PREREQUISITE)
+	$(PY) -c "import torch" 2>/dev/null || ($(LOCAL_TORCH)) || $(PIP) install $(TORCH_INDEX_FLAG) "$(TORCH_SPEC)"
+	touch $@
 
 # uv and pip compile the packages they install, but not this editable package's own source: compiled here once, so
 # that a machine that writes no bytecode at import (PYTHONDONTWRITEBYTECODE) does not compile it in every process.

@@ -1,7 +1,7 @@
 """Training a Llama from scratch on batches in THE layout: presets, the loop, MFU and data-wait accounting.
 
 A preset is one row of `PRESETS`: the model's shape and the training settings that go with it.
-`cpu-tiny` runs ~100 steps in about a minute on a 2-core laptop; `h100` is a ~125M-parameter model
+`cpu-tiny` runs 60 steps in about half a minute on a 2-core laptop; `h100` is a ~125M-parameter model
 (the GPT-2 small / Pythia-160M class) sized for one H100.
 
     config = llama_config("cpu-tiny", vocab_size=tokenizer.vocab_size)
@@ -50,7 +50,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "cpu-tiny": {
         "model": dict(vocab_size=8192, hidden_size=192, intermediate_size=512, num_hidden_layers=3,
                       num_attention_heads=6, tie_word_embeddings=False),
-        "train": dict(seq_length=128, batch_size=16, steps=100, lr=3e-3, min_lr=3e-4, warmup_steps=10,
+        "train": dict(seq_length=128, batch_size=16, steps=60, lr=3e-3, min_lr=3e-4, warmup_steps=10,
                       weight_decay=0.1, grad_clip=1.0, eval_every=50, eval_batches=4, dtype="float32",
                       compile=False, compile_mode="default", fused_adamw=False, loss_kernel="torch", seed=0,
                       log_every=5),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +27,17 @@ REPORTED_PACKAGES = (
     "torch", "numpy", "transformers", "tokenizers", "tiktoken", "sentencepiece",
     "matplotlib", "papermill", "megatron-core",
 )
+
+
+def name_the_cpu_for_deepspeed() -> None:
+    """Where no NVIDIA driver is found (no `nvidia-smi`, the Makefile's test too), tell DeepSpeed it runs on the CPU
+    (`DS_ACCELERATOR=cpu`): transformers' `Trainer` imports it, and left to detect the device it prints a warning
+    into the lesson's output. A value set outside stays; torch is not imported for this."""
+    if shutil.which("nvidia-smi") is None:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+
+name_the_cpu_for_deepspeed()
 
 
 def _torch_version_tuple(version: str) -> tuple[int, int]:

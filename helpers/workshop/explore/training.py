@@ -2,7 +2,7 @@
 
     from helpers.workshop.explore import training
     runs = training.recorded_runs("../runs", current=("cpu-tiny", run_dir, ln_vocab))
-    training.draw_loss_curves(runs, "cpu-tiny", steps=100)            # the static figure
+    training.draw_loss_curves(runs, "cpu-tiny", steps=60)             # the static figure
     training.explore_loss_curves(runs)                                # a preset menu and a steps slider
 
 A recorded run is a folder holding `real.csv` and `synthetic.csv` (what notebook 06 writes into its
