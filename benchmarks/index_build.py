@@ -15,7 +15,10 @@ after its imports to its first batch (or, for megatron-core, to the end of its b
 - ours, a fixed blend of two halves of the prefix, and a ten-phase schedule over the same two (the schedule
   goal: within 2x the fixed blend).
 
-Index caches are off on both sides: the cold start a new run or a changed dataset pays.
+Index caches are off on both sides: the cold start a new run or a changed dataset pays. Ours builds a sample index
+of fewer than 8M document entries, and lays out a batch of fewer than 65,536 tokens, in numpy; above those sizes,
+and for a greedy rule over 50,000 samples or more (the blend rows), its numba loops run, and the first of them
+pays numba's start-up in the process (`helpers.common.compiled`).
 """
 
 from __future__ import annotations

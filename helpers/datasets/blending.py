@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from ..common.compiled import GREEDY_SAMPLES, compiled_pays
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .batch_memory import BATCH_BLOCKS
@@ -134,16 +135,43 @@ def blending_indices(weights: list[float], size: int) -> tuple[np.ndarray, np.nd
     """(dataset of each sample, sample number within that dataset) for `size` samples.
 
     `weights` are used as given (normalise them first): ties are decided by their exact float
-    values. A sequential rule (each step depends on all earlier counts), so it is compiled with numba.
+    values. A sequential rule (each step depends on all earlier counts), so it is compiled with numba for a
+    long blend.
     """
     weights = np.asarray(weights, dtype=np.float64)
-    return _greedy_blend(weights, np.full(weights.size, np.iinfo(np.int64).max), int(size))
+    return greedy_blend(weights, np.full(weights.size, np.iinfo(np.int64).max), int(size))
 
 
 def exhaustive_blending_indices(sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Every sample of every dataset exactly once, interleaved by the same error rule."""
     sizes = np.asarray(sizes, dtype=np.int64)
-    return _greedy_blend(sizes / sizes.sum(), sizes, int(sizes.sum()))
+    return greedy_blend(sizes / sizes.sum(), sizes, int(sizes.sum()))
+
+
+def greedy_blend(weights: np.ndarray, limits: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy rule over `size` samples: compiled for a long blend, else in Python (`helpers.common.compiled`)."""
+    rule = _greedy_blend if compiled_pays(size, GREEDY_SAMPLES) else _greedy_blend_python
+    return rule(weights, limits, size)
+
+
+def _greedy_blend_python(weights: np.ndarray, limits: np.ndarray, size: int):
+    """`_greedy_blend` in Python, on Python floats (the same float64 arithmetic)."""
+    dataset_index = np.zeros(size, dtype=np.int16)
+    sample_index = np.zeros(size, dtype=np.int64)
+    shares, caps = weights.tolist(), limits.tolist()
+    counts = [0] * len(shares)
+    for i in range(size):
+        step = max(float(i), 1.0)
+        best, best_error = -1, -math.inf
+        for k, (w, count) in enumerate(zip(shares, counts)):
+            if count < caps[k]:
+                error = w * step - count
+                if error > best_error:
+                    best, best_error = k, error
+        dataset_index[i] = best
+        sample_index[i] = counts[best]
+        counts[best] += 1
+    return dataset_index, sample_index
 
 
 def sizes_per_dataset(weights: list[float], target: int, surplus: float = 0.0) -> list[int]:

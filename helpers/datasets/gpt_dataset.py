@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from ..common.compiled import BATCH_TOKENS, SAMPLE_INDEX_ENTRIES, compiled_pays
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
 from .batch_memory import BATCH_BLOCKS
@@ -95,6 +96,25 @@ def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compil
             offset = 0
 
 
+def _gather_windows_numpy(tokens, samples, indices, out):
+    """`_gather_windows` with a numpy copy per sequence a window touches (for small batches)."""
+    sample_index, document_index, lengths, pointers, itemsize = indices
+    width = out.shape[1]
+    for i in range(samples.size):
+        entry, offset = int(sample_index[samples[i], 0]), int(sample_index[samples[i], 1])
+        done = 0
+        while done < width:
+            if entry >= document_index.size:
+                raise IndexError("a window runs past the end of the document stream")
+            sequence = document_index[entry]
+            take = min(int(lengths[sequence]) - offset, width - done)
+            first = int(pointers[sequence]) // itemsize + offset
+            out[i, done:done + take] = tokens[first:first + take]
+            done += take
+            entry += 1
+            offset = 0
+
+
 def split_bookends(split: str) -> list[tuple[float, float] | None]:
     """Cumulative (start, end) fractions per split, None for a split with no share."""
     weights = parse_split(split)
@@ -140,8 +160,23 @@ def build_document_index(documents: np.ndarray, epochs: int, rng: np.random.Rand
 
 def build_sample_index(sequence_lengths: np.ndarray, document_index: np.ndarray, seq_length: int,
                        num_samples: int) -> np.ndarray:
-    """[num_samples + 1, 2]: (position in the document index, offset) where each sample starts."""
-    return _sample_starts(sequence_lengths, document_index, seq_length, num_samples)
+    """[num_samples + 1, 2]: (position in the document index, offset) where each sample starts: compiled for a
+    large document index, else in numpy (`helpers.common.compiled`)."""
+    if document_index.size == 0 or compiled_pays(document_index.size, SAMPLE_INDEX_ENTRIES):
+        return _sample_starts(sequence_lengths, document_index, seq_length, num_samples)
+    return _sample_starts_numpy(sequence_lengths, document_index, seq_length, num_samples)
+
+
+def _sample_starts_numpy(sequence_lengths, document_index, seq_length, num_samples):
+    """`_sample_starts` in numpy: the entry holding token k x seq_length is the first whose end (a cumulative
+    sum of the entries' lengths) lies past it; starts past the stream's end stay in its last entry."""
+    ends = np.cumsum(sequence_lengths[document_index], dtype=np.int64)
+    starts = np.arange(num_samples + 1, dtype=np.int64) * seq_length
+    entries = np.minimum(np.searchsorted(ends, starts, side="right"), document_index.size - 1)
+    out = np.empty((num_samples + 1, 2), dtype=np.int64)
+    out[:, 0] = entries
+    out[:, 1] = starts - (ends[entries] - sequence_lengths[document_index[entries]])
+    return out
 
 
 @njit(cache=True)
@@ -320,8 +355,9 @@ class GPTDataset(torch.utils.data.Dataset):
         samples = self.shuffle_index[sample_ids].astype(np.int64)
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
         data = self.dataset
-        _gather_windows(data.tokens, samples, (self.sample_index, self.document_index, data.sequence_lengths,
-                                               data.sequence_pointers, data.dtype.itemsize), out)
+        gather = _gather_windows if compiled_pays(out.size, BATCH_TOKENS) else _gather_windows_numpy
+        gather(data.tokens, samples, (self.sample_index, self.document_index, data.sequence_lengths,
+                                      data.sequence_pointers, data.dtype.itemsize), out)
         return out
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from ..common.compiled import BATCH_TOKENS, compiled_pays
 from .batch_memory import BATCH_BLOCKS
 
 IGNORE_INDEX = -100
@@ -57,6 +58,27 @@ def _fill_layout(windows, eod, reset_positions, mask_eod_loss, out):  # pragma: 
                     start = j + 1
 
 
+def _fill_layout_numpy(windows, eod, reset_positions, mask_eod_loss, out):
+    """`_fill_layout` in numpy (for small batches): a document starts after each EOD, so a position's document is
+    the number of EODs before it, and with `reset_positions` its position counts from just after the last one."""
+    input_ids, labels, position_ids, document_ids = out[0], out[1], out[2], out[3]
+    length = input_ids.shape[1]
+    inputs = windows[:, :length]
+    input_ids[...] = inputs
+    labels[...] = windows[:, 1:length + 1]
+    is_eod = inputs == eod if eod >= 0 else np.zeros(inputs.shape, dtype=bool)
+    if mask_eod_loss:
+        labels[is_eod] = IGNORE_INDEX
+    np.cumsum(is_eod, axis=1, out=document_ids)
+    document_ids -= is_eod
+    if not reset_positions or length == 0:
+        position_ids[...] = np.arange(length)
+        return
+    after_eod = np.maximum.accumulate(np.where(is_eod, np.arange(1, length + 1), 0), axis=1)
+    position_ids[:, 0] = 0
+    np.subtract(np.arange(1, length), after_eod[:, :-1], out=position_ids[:, 1:])
+
+
 def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
                  eod_mask_loss: bool = False) -> dict[str, torch.Tensor]:
     """A batch from windows of `seq_length + 1` consecutive tokens (`[B, S+1]`), as Megatron's GPTDataset.
@@ -66,9 +88,10 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     input is EOD carries no loss (Megatron's `--reset-position-ids`, `--eod-mask-loss`).
 
     The windows may be in the data's own dtype (uint16, uint32: a quarter or half the bytes of int64 to
-    hand between processes). The four tensors are written in one compiled pass, one thread, into one recycled block
-    (`batch_memory`): torch's copies run on every core, and on a node whose cores are busy (other
-    ranks, DataLoader workers) their threads wait for each other; fresh memory costs a page fault per 4 KB.
+    hand between processes). The four tensors are written in one compiled pass (numpy for a small batch:
+    `helpers.common.compiled`), one thread, into one recycled block (`batch_memory`): torch's copies run on
+    every core, and on a node whose cores are busy (other ranks, DataLoader workers) their threads wait for
+    each other; fresh memory costs a page fault per 4 KB.
     Each tensor is contiguous and has its own storage.
     """
     if eod_mask_loss and eod_id is None:
@@ -80,8 +103,9 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
         raise ValueError(f"token windows must be integers, got {windows.dtype}")
     rows, width = windows.shape
     block = BATCH_BLOCKS.block((len(BATCH_KEYS), rows, max(width - 1, 0)))
-    _fill_layout(windows, -1 if eod_id is None else int(eod_id), reset_positions=reset_position_ids,
-                 mask_eod_loss=eod_mask_loss, out=block)
+    fill = _fill_layout if compiled_pays(windows.size, BATCH_TOKENS) else _fill_layout_numpy
+    fill(windows, -1 if eod_id is None else int(eod_id), reset_positions=reset_position_ids,
+         mask_eod_loss=eod_mask_loss, out=block)
     return {key: torch.from_numpy(block[k]) for k, key in enumerate(BATCH_KEYS)}
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from ..common.compiled import GREEDY_SAMPLES, compiled_pays
 from ..common.errors import UserError
 from ..common.yaml_file import read_yaml
 
@@ -173,4 +174,48 @@ def choose(segments: list[Segment], total: int) -> tuple[np.ndarray, np.ndarray]
         raise ValueError("the first segment must start at sample 0")
     starts = np.array([s.start for s in segments], dtype=np.int64)
     weights = np.array([s.weights for s in segments], dtype=np.float64)
-    return _choose(starts, weights, int(total))
+    if (weights > 0).sum(axis=1).max() == 1:  # one dataset per segment (one prefix): nothing to choose between
+        return _one_per_segment(starts, weights, int(total))
+    rule = _choose if compiled_pays(int(total), GREEDY_SAMPLES) else _choose_python  # helpers.common.compiled
+    return rule(starts, weights, int(total))
+
+
+def _one_per_segment(starts, weights, total):
+    """What the greedy rule gives when each segment weighs one dataset: that dataset, its samples in order."""
+    dataset = np.empty(total, dtype=np.int16)
+    number = np.empty(total, dtype=np.int64)
+    counts = np.zeros(weights.shape[1], dtype=np.int64)
+    ends = [*starts[1:].tolist(), total]
+    for begin, end, row in zip(starts.tolist(), ends, weights):
+        begin, end = min(begin, total), min(max(end, begin), total)
+        k = int(np.argmax(row > 0))
+        dataset[begin:end] = k
+        number[begin:end] = counts[k] + np.arange(end - begin)
+        counts[k] += end - begin
+    return dataset, number
+
+
+def _choose_python(starts, weights, total):
+    """`_choose` in Python, on Python floats (the same float64 arithmetic), for short streams."""
+    dataset = np.empty(total, dtype=np.int16)
+    number = np.empty(total, dtype=np.int64)
+    bounds, table = starts.tolist(), weights.tolist()
+    counts = [0] * weights.shape[1]
+    base = list(counts)
+    segment = 0
+    for i in range(total):
+        if segment + 1 < len(bounds) and bounds[segment + 1] <= i:
+            while segment + 1 < len(bounds) and bounds[segment + 1] <= i:
+                segment += 1
+            base = list(counts)
+        step = max(float(i - bounds[segment]), 1.0)
+        best, best_error = -1, -math.inf
+        for k, w in enumerate(table[segment]):
+            if w > 0.0:
+                error = w * step - (counts[k] - base[k])
+                if error > best_error:
+                    best, best_error = k, error
+        dataset[i] = best
+        number[i] = counts[best]
+        counts[best] += 1
+    return dataset, number

@@ -1,0 +1,123 @@
+"""Each compiled loop and its numpy or Python twin (`helpers.common.compiled`) give the same arrays: the sample
+index, the gather of token windows, the batch layout, the blending index and a schedule's choice, on random inputs
+with their edge cases (empty and one-token documents, starts past the stream's end, no EOD, ties of weights)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers.common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, SAMPLE_INDEX_ENTRIES, compiled_pays
+from helpers.datasets import blending, gpt_dataset, layout
+from helpers.loading import schedule
+
+FEW = settings(max_examples=60, deadline=None)
+
+
+@FEW
+@given(lengths=st.lists(st.integers(0, 40), min_size=1, max_size=30), seq_length=st.integers(1, 50),
+       epochs=st.integers(1, 3), seed=st.integers(0, 2**16), beyond=st.integers(0, 3))
+def test_the_sample_index(lengths, seq_length, epochs, seed, beyond):
+    lengths = np.array(lengths, dtype=np.int32)
+    documents = np.random.RandomState(seed).permutation(np.tile(np.arange(lengths.size, dtype=np.int32), epochs))
+    samples = max(int(lengths.sum()) * epochs - 1, 0) // seq_length + beyond  # `beyond`: starts past the end
+    compiled = gpt_dataset._sample_starts(lengths, documents, seq_length, samples)
+    twin = gpt_dataset._sample_starts_numpy(lengths, documents, seq_length, samples)
+    np.testing.assert_array_equal(twin, compiled)
+
+
+def stream(seed: int, documents: int):
+    """A `.bin` of `documents` documents (some empty, some of one token) of small ids, with its index."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([0, 1, 2, 5, 17, 60], size=documents).astype(np.int32)
+    tokens = rng.integers(0, 9, size=int(lengths.sum()) + 1).astype(np.uint16)
+    pointers = np.concatenate([[0], np.cumsum(lengths[:-1], dtype=np.int64)]) * tokens.itemsize
+    return tokens, lengths, pointers
+
+
+@FEW
+@given(seed=st.integers(0, 2**16), documents=st.integers(1, 25), seq_length=st.integers(1, 40),
+       rows=st.integers(1, 6))
+def test_the_gather_of_windows(seed, documents, seq_length, rows):
+    tokens, lengths, pointers = stream(seed, documents)
+    if lengths.sum() < seq_length + 1:
+        lengths[0] += seq_length + 1  # at least one whole window
+        tokens = np.resize(tokens, int(lengths.sum()) + 1)
+        pointers = np.concatenate([[0], np.cumsum(lengths[:-1], dtype=np.int64)]) * tokens.itemsize
+    order = np.random.RandomState(seed).permutation(documents).astype(np.int32)
+    count = (int(lengths.sum()) - 1) // seq_length
+    index = gpt_dataset._sample_starts(lengths, order, seq_length, count)
+    samples = np.random.default_rng(seed).integers(0, count, size=rows)
+    indices = (index, order, lengths, pointers, tokens.itemsize)
+    compiled, twin = (np.full((rows, seq_length + 1), -1, dtype=np.int64) for _ in range(2))
+    gpt_dataset._gather_windows(tokens, samples, indices, compiled)
+    gpt_dataset._gather_windows_numpy(tokens, samples, indices, twin)
+    np.testing.assert_array_equal(twin, compiled)
+
+
+@FEW
+@given(seed=st.integers(0, 2**16), rows=st.integers(1, 5), width=st.integers(1, 30),
+       dtype=st.sampled_from([np.uint16, np.int32, np.int64]), eod=st.sampled_from([-1, 0, 3]),
+       reset=st.booleans(), mask=st.booleans())
+def test_the_batch_layout(seed, rows, width, dtype, eod, reset, mask):
+    windows = np.random.default_rng(seed).integers(0, 5, size=(rows, width + 1)).astype(dtype)
+    compiled, twin = (np.full((4, rows, width), -7, dtype=np.int64) for _ in range(2))
+    layout._fill_layout(windows, eod, reset, mask, compiled)
+    layout._fill_layout_numpy(windows, eod, reset, mask, twin)
+    np.testing.assert_array_equal(twin, compiled)
+
+
+weights = st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 1.0]), min_size=1, max_size=4).filter(
+    lambda w: sum(w) > 0)
+
+
+@FEW
+@given(shares=weights, size=st.integers(0, 300), limited=st.booleans(), seed=st.integers(0, 2**16))
+def test_the_blending_index(shares, size, limited, seed):
+    shares = np.array(shares) / sum(shares)
+    limits = (np.random.default_rng(seed).integers(0, size + 1, size=shares.size) if limited
+              else np.full(shares.size, np.iinfo(np.int64).max))
+    compiled = blending._greedy_blend(shares, limits, size)
+    twin = blending._greedy_blend_python(shares, limits, size)
+    for got, want in zip(twin, compiled):
+        np.testing.assert_array_equal(got, want)
+
+
+@FEW
+@given(phases=st.lists(weights, min_size=1, max_size=4), total=st.integers(0, 300), data=st.data())
+def test_a_schedules_choice(phases, total, data):
+    width = max(map(len, phases))
+    table = np.array([[*w, *[0.0] * (width - len(w))] for w in phases])
+    table = table / table.sum(axis=1, keepdims=True)
+    later = sorted(data.draw(st.lists(st.integers(0, max(total, 1)), min_size=len(phases) - 1,
+                                      max_size=len(phases) - 1)))
+    starts = np.array([0, *later], dtype=np.int64)
+    compiled = schedule._choose(starts, table, total)
+    twin = schedule._choose_python(starts, table, total)
+    for got, want in zip(twin, compiled):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("work, threshold", [(SAMPLE_INDEX_ENTRIES, SAMPLE_INDEX_ENTRIES),
+                                             (BATCH_TOKENS, BATCH_TOKENS), (GREEDY_SAMPLES, GREEDY_SAMPLES)])
+def test_the_compiled_loop_runs_from_its_threshold_on(work, threshold):
+    assert compiled_pays(work, threshold) and not compiled_pays(work - 1, threshold)
+
+
+def test_a_batch_of_32_rows_of_2048_is_compiled_and_one_of_8_is_not():
+    assert compiled_pays(32 * 2049, BATCH_TOKENS) and not compiled_pays(8 * 2049, BATCH_TOKENS)
+
+
+@FEW
+@given(phases=st.lists(st.integers(0, 3), min_size=1, max_size=4), total=st.integers(0, 300), data=st.data())
+def test_a_schedule_of_one_dataset_per_phase_needs_no_rule(phases, total, data):
+    table = np.zeros((len(phases), 4))
+    table[np.arange(len(phases)), phases] = 1.0
+    later = sorted(data.draw(st.lists(st.integers(0, max(total, 1)), min_size=len(phases) - 1,
+                                      max_size=len(phases) - 1)))
+    segments = [schedule.Segment(start, tuple(row)) for start, row in zip([0, *later], table.tolist())]
+    compiled = schedule._choose(np.array([0, *later], dtype=np.int64), table, total)
+    for got, want in zip(schedule.choose(segments, total), compiled):
+        np.testing.assert_array_equal(got, want)
