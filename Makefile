@@ -83,7 +83,7 @@ $(VENV)/.torch: | $(VENV)/bin/python $(INSTALLER_PREREQUISITE)
 
 # uv and pip compile the packages they install, but not this editable package's own source: compiled here once, so
 # that a machine that writes no bytecode at import (PYTHONDONTWRITEBYTECODE) does not compile it in every process.
-COMPILE_HELPERS = $(PY) -m compileall -q helpers >/dev/null
+COMPILE_HELPERS = $(PY) -m compileall -q -j 0 helpers >/dev/null
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(VENV)/.torch | $(INSTALLER_PREREQUISITE)
 	$(call INSTALL_OR_PIP,-e ".[workshop]")
