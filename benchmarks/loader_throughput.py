@@ -45,6 +45,7 @@ import torch  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
 from helpers.datasets.formats import indexed_to_npy, indexed_to_shards  # noqa: E402
+from helpers.datasets.indexed import IndexedDataset  # noqa: E402
 from helpers.datasets.sidecar import data_facts  # noqa: E402
 from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
@@ -105,8 +106,6 @@ def litdata_folder(prefix: str, work: Path) -> Path:
     """The prefix's documents as LitData token chunks (`optimize` with `TokensLoader`), written once."""
     from litdata import optimize
     from litdata.streaming.item_loader import TokensLoader
-
-    from helpers.datasets.indexed import IndexedDataset
 
     dataset = IndexedDataset(prefix)
     target = work / "litdata"
@@ -214,9 +213,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the LitData table (its median is shown)")
     parser.add_argument("--litdata", action="store_true", help="add LitData and the copy limit (see above)")
     parser.add_argument("--only-litdata", action="store_true", help="only the LitData table")
-    parser.add_argument("--copies", type=int, default=1,
-                        help="the corpus this many times over (LitData restarts its workers each epoch: give it "
-                             "more samples than the batches measured)")
+    parser.add_argument("--copies", type=int, default=4,
+                        help="the corpus this many times over, so that the batches measured fit in one epoch (past "
+                             "it, megatron-core shuffles its epochs together and the loader each on its own; "
+                             "LitData restarts its workers each epoch)")
     args = parser.parse_args()
     if args.only_litdata:
         work = Path(tempfile.mkdtemp(prefix="loader-bench-"))
@@ -226,6 +226,11 @@ def main() -> None:
     prefix = args.prefix or corpus_prefix(Path(tempfile.mkdtemp(prefix="loader-bench-")), args.copies)
     B, S = args.batch_size, args.seq_length
     num_samples = (args.batches + 1) * B
+    tokens = int(IndexedDataset(prefix).sequence_lengths.sum(dtype=np.int64))
+    if num_samples * S + 1 > tokens:
+        sys.exit(f"error: {args.batches + 1} batches of {B} x {S} need {num_samples * S + 1:,} tokens, more than the "
+                 f"{tokens:,} of {prefix}: past one epoch megatron-core shuffles its epochs together and the loader "
+                 "each on its own, so their samples differ; fix: raise --copies or give a larger --prefix")
     ours = make_dataloader([prefix], split="100,0,0", seq_length=S, batch_size=B, num_samples=num_samples,
                            seed=args.seed, cache_dir=None)
     # the mixing's cost: two datasets (the same prefix twice, each in its own order) whose weights change 10 times

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from ..common.compiled import GREEDY_SAMPLES, compiled_pays
+from ..common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, compiled_pays
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .batch_memory import BATCH_BLOCKS
@@ -218,9 +218,10 @@ class BlendedDataset(torch.utils.data.Dataset):
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         sources, within = self.dataset_index[sample_ids], self.dataset_sample_index[sample_ids]
         out = BATCH_BLOCKS.block((sample_ids.size, self.config.seq_length + 1), dtype)
+        compiled = compiled_pays(out.size, BATCH_TOKENS)  # as the whole batch's size says, not each dataset's share
         for k in np.unique(sources):
             chosen = sources == k
-            out[chosen] = self.datasets[int(k)].windows(within[chosen], dtype)
+            out[chosen] = self.datasets[int(k)].windows(within[chosen], dtype, compiled)
         return out
 
     def batch(self, sample_ids) -> dict:

@@ -344,18 +344,22 @@ class GPTDataset(torch.utils.data.Dataset):
         """The `.bin`'s dtype: windows in it are the fewest bytes to hand from a worker to the main process."""
         return self.dataset.dtype
 
-    def windows(self, sample_ids, dtype=np.int64) -> np.ndarray:
+    def windows(self, sample_ids, dtype=np.int64, compiled: bool | None = None) -> np.ndarray:
         """`[n, seq_length + 1]` token windows (int64 unless `dtype` says) of samples `sample_ids` (after
         shuffling), gathered in one pass. Sample j is tokens `j x seq_length ...` of the shuffled documents'
         stream: its `.bin` positions run on by one, and jump only where the window enters the next document
-        of the document index. In recycled memory (`batch_memory`): fresh memory costs a fault per page."""
+        of the document index. In recycled memory (`batch_memory`): fresh memory costs a fault per page.
+        `compiled`: gather with the compiled loop or its twin, as the whole batch's size says when these windows
+        are part of one (`helpers.common.compiled`); None: as their own size says."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
             raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
         samples = self.shuffle_index[sample_ids].astype(np.int64)
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
         data = self.dataset
-        gather = _gather_windows if compiled_pays(out.size, BATCH_TOKENS) else _gather_windows_numpy
+        if compiled is None:
+            compiled = compiled_pays(out.size, BATCH_TOKENS)
+        gather = _gather_windows if compiled else _gather_windows_numpy
         gather(data.tokens, samples, (self.sample_index, self.document_index, data.sequence_lengths,
                                       data.sequence_pointers, data.dtype.itemsize), out)
         return out

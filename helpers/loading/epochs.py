@@ -56,18 +56,20 @@ class EpochOrder:
     def token_dtype(self) -> np.dtype:
         return self.indexed.dtype
 
-    def windows(self, numbers, dtype=np.int64) -> np.ndarray:
-        """`[n, seq_length + 1]` token windows of this dataset's samples `numbers` (in its own order)."""
+    def windows(self, numbers, dtype=np.int64, compiled: bool | None = None) -> np.ndarray:
+        """`[n, seq_length + 1]` token windows of this dataset's samples `numbers` (in its own order); `compiled`
+        as `GPTDataset.windows` takes it."""
         numbers = np.asarray(numbers, dtype=np.int64)
         if numbers.size:
             first, last = int(numbers.min()) // self.per_epoch, int(numbers.max()) // self.per_epoch
             if first == last:  # the usual case: a batch within one epoch
-                return self.epoch(first).windows(numbers - first * self.per_epoch if first else numbers, dtype)
+                return self.epoch(first).windows(numbers - first * self.per_epoch if first else numbers, dtype,
+                                                 compiled)
         epochs, within = np.divmod(numbers, self.per_epoch)
         out = BATCH_BLOCKS.block((numbers.size, self.config.seq_length + 1), dtype)
         for e in np.unique(epochs):
             chosen = epochs == e
-            out[chosen] = self.epoch(int(e)).windows(within[chosen], dtype)
+            out[chosen] = self.epoch(int(e)).windows(within[chosen], dtype, compiled)
         return out
 
     def documents_seen(self, consumed: int) -> np.ndarray:

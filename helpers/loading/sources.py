@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..common.compiled import BATCH_TOKENS, compiled_pays
 from ..common.errors import DataNotFoundError, UserError
 from ..common.paths import shown
 from ..datasets.batch_memory import BATCH_BLOCKS
@@ -224,9 +225,10 @@ class ScheduledSource(Source):
             return self.orders[0].windows(numbers, self.token_dtype)
         columns = self.mix.column_of(self.mix.dataset_index[sample_ids])
         out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), self.token_dtype)
+        compiled = compiled_pays(out.size, BATCH_TOKENS)  # as the whole batch's size says, not each dataset's share
         for k in np.unique(columns):
             chosen = columns == k
-            out[chosen] = self.orders[int(k)].windows(numbers[chosen], self.token_dtype)
+            out[chosen] = self.orders[int(k)].windows(numbers[chosen], self.token_dtype, compiled)
         return out
 
     def finish(self, windows) -> dict[str, torch.Tensor]:
