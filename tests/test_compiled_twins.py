@@ -121,3 +121,23 @@ def test_a_schedule_of_one_dataset_per_phase_needs_no_rule(phases, total, data):
     compiled = schedule._choose(np.array([0, *later], dtype=np.int64), table, total)
     for got, want in zip(schedule.choose(segments, total), compiled):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows, used, refused", [(32, "_gather_windows", "_gather_windows_numpy"),
+                                                 (8, "_gather_windows_numpy", "_gather_windows")])
+def test_a_mixed_batch_is_gathered_as_its_whole_size_decides(docs_bytes_prefix, monkeypatch, rows, used, refused):
+    """32 rows of 2,049 tokens over two datasets: each dataset's share (about 16 rows) is gathered compiled, as the
+    batch is; 8 rows are gathered by the twin. The other loop is made to fail, and the batch equals one without it."""
+    from helpers.loading.loader import make_dataloader
+
+    def mixed():
+        return make_dataloader([docs_bytes_prefix, docs_bytes_prefix], schedule=[(0, [1, 1])], split="100,0,0",
+                               seq_length=2048, batch_size=rows, num_samples=rows, seed=3, cache_dir=None)
+
+    expected = mixed().batch_at(0)["input_ids"].clone()
+
+    def refuse(*arguments):
+        raise AssertionError(f"{refused} ran for a batch of {rows} rows")
+
+    monkeypatch.setattr(gpt_dataset, refused, refuse)
+    assert (mixed().batch_at(0)["input_ids"] == expected).all()
