@@ -10,15 +10,18 @@ after its imports to its first batch (or, for megatron-core, to the end of its b
 `--repeats`:
 
 - megatron-core: `BlendedMegatronDatasetBuilder` building `GPTDataset`'s train split (one epoch; its index
-  cache, which it always writes, removed before each run);
+  cache, which it always writes, removed before each run), and the same number of samples as a blend of two
+  halves of the prefix, 0.5 each (two `GPTDataset`s and its blending index);
 - ours, one prefix: `make_dataloader([prefix])` and `batch_at(0)`;
-- ours, a fixed blend of two halves of the prefix, and a ten-phase schedule over the same two (the schedule
+- ours, the same fixed blend of the two halves, and a ten-phase schedule over the same two (the schedule
   goal: within 2x the fixed blend).
 
 Index caches are off on both sides: the cold start a new run or a changed dataset pays. Ours builds a sample index
-of fewer than 8M document entries, and lays out a batch of fewer than 65,536 tokens, in numpy; above those sizes,
-and for a greedy rule over 50,000 samples or more (the blend rows), its numba loops run, and the first of them
-pays numba's start-up in the process (`helpers.common.compiled`).
+of fewer than 8M document entries, and lays out a batch of fewer than 65,536 tokens, in numpy; above those sizes
+its numba loops run, and the first of them pays numba's start-up in the process (`helpers.common.compiled`). A
+blend's or a schedule's choice of dataset is made as far as batches read (`helpers.loading.schedule.Choice`):
+the first 4,096 samples in Python, the rest compiled at the first read past them, so the first batch of a long
+blend does not wait for numba (the run pays its start-up once, later).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ warnings.simplefilter("ignore")
 from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
 from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 start = time.perf_counter()
-config = GPTDatasetConfig(random_seed=1234, sequence_length={seq}, split="100,0,0", blend=([{prefix!r}], None),
+config = GPTDatasetConfig(random_seed=1234, sequence_length={seq}, split="100,0,0", blend=({blend!r}),
                           tokenizer=SimpleNamespace(vocab_size=32000, eod=0, pad=-1, special_tokens_dict={{}},
                                                     unique_identifiers={{"class": "synthetic"}}),
                           reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False,
@@ -114,8 +117,8 @@ def main() -> None:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="index-build-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"synthetic prefixes (asked for by name: lengths only, zero tokens) in {folder}")
-    print(f"{'scale':>6}  {'documents':>11}  {'megatron-core':>13}  {'ours':>6}  {'fixed blend':>11}  "
-          f"{'10-phase schedule':>17}  {'schedule / blend':>16}")
+    print(f"{'scale':>6}  {'documents':>11}  {'megatron-core':>13}  {'ours':>6}  {'megatron-core blend':>19}  "
+          f"{'fixed blend':>11}  {'10-phase schedule':>17}  {'schedule / blend':>16}")
     for scale in args.scales:
         documents = int(scale * 1e9 / TOKENS_PER_DOCUMENT)
         whole = synthetic_prefix(folder / f"whole-{scale:g}", documents, seed=1)
@@ -124,8 +127,11 @@ def main() -> None:
         samples = (tokens - 1) // args.seq_length
         # megatron-core always caches its indices, beside the prefix when no path is given: removed before each
         # run, so that it builds them (and saves them, as it always does) like ours
-        megatron = timed(MEGATRON.format(seq=args.seq_length, prefix=whole, samples=samples), args.repeats,
-                         cache=Path(whole) / "cache")
+        def megatron(prefixes, weights=None) -> float:
+            return timed(MEGATRON.format(seq=args.seq_length, blend=(prefixes, weights), samples=samples),
+                         args.repeats, cache=Path(prefixes[0]) / "cache")
+
+        theirs, theirs_blend = megatron([whole]), megatron(halves, [0.5, 0.5])
 
         def ours(data, schedule=None) -> float:
             return timed(OURS.format(root=str(ROOT), data=json.dumps(data), schedule=json.dumps(schedule),
@@ -136,8 +142,8 @@ def main() -> None:
         phases = [[round(step), [1 + k % 3, 1 + (k + 1) % 2]] for k, step in
                   enumerate(np.linspace(0, samples // 8 - 1, 10))]
         schedule = ours(halves, phases)
-        print(f"{scale:>5g}B  {documents:>11,}  {megatron:>12.2f}s  {one:>5.2f}s  {blend:>10.2f}s  {schedule:>16.2f}s  "
-              f"{schedule / blend:>15.2f}x", flush=True)
+        print(f"{scale:>5g}B  {documents:>11,}  {theirs:>12.2f}s  {one:>5.2f}s  {theirs_blend:>18.2f}s  {blend:>10.2f}s  "
+              f"{schedule:>16.2f}s  {schedule / blend:>15.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,22 @@ def test_a_schedules_choice(phases, total, data):
     later = sorted(data.draw(st.lists(st.integers(0, max(total, 1)), min_size=len(phases) - 1,
                                       max_size=len(phases) - 1)))
     starts = np.array([0, *later], dtype=np.int64)
-    compiled = schedule._choose(starts, table, total)
-    twin = schedule._choose_python(starts, table, total)
+    cuts = sorted(data.draw(st.lists(st.integers(0, total), max_size=3)))  # the twin resumed where it stopped
+    compiled = chosen(schedule._choose, starts, table, [total])
+    twin = chosen(schedule._choose_python, starts, table, [*cuts, total])
     for got, want in zip(twin, compiled):
         np.testing.assert_array_equal(got, want)
+
+
+def chosen(rule, starts, table, ends):
+    """(dataset, number) of samples 0..ends[-1] by `rule`, called once per stretch up to each of `ends`."""
+    dataset, number = np.empty(ends[-1], dtype=np.int16), np.empty(ends[-1], dtype=np.int64)
+    counts, base, segment = np.zeros(table.shape[1], np.int64), np.zeros(table.shape[1], np.int64), np.zeros(1, np.int64)
+    begin = 0
+    for end in ends:
+        rule(starts, table, begin, end, dataset, number, counts, base, segment)
+        begin = end
+    return dataset, number
 
 
 @pytest.mark.parametrize("work, threshold", [(SAMPLE_INDEX_ENTRIES, SAMPLE_INDEX_ENTRIES),
@@ -118,7 +130,7 @@ def test_a_schedule_of_one_dataset_per_phase_needs_no_rule(phases, total, data):
     later = sorted(data.draw(st.lists(st.integers(0, max(total, 1)), min_size=len(phases) - 1,
                                       max_size=len(phases) - 1)))
     segments = [schedule.Segment(start, tuple(row)) for start, row in zip([0, *later], table.tolist())]
-    compiled = schedule._choose(np.array([0, *later], dtype=np.int64), table, total)
+    compiled = chosen(schedule._choose, np.array([0, *later], dtype=np.int64), table, [total])
     for got, want in zip(schedule.choose(segments, total), compiled):
         np.testing.assert_array_equal(got, want)
 
@@ -141,3 +153,34 @@ def test_a_mixed_batch_is_gathered_as_its_whole_size_decides(docs_bytes_prefix, 
 
     monkeypatch.setattr(gpt_dataset, refused, refuse)
     assert (mixed().batch_at(0)["input_ids"] == expected).all()
+
+
+def test_a_long_streams_choice_is_made_as_it_is_read(monkeypatch):
+    """A stream past GREEDY_SAMPLES: its first reads are chosen in Python, only as far as they reach (the compiled
+    loop made to fail meanwhile), the first read past PYTHON_SAMPLES chooses all the rest compiled; the arrays are
+    one compiled call's. A short stream is chosen whole, in Python, at its first read."""
+    segments = [schedule.Segment(0, (0.5, 0.3, 0.2)), schedule.Segment(30_000, (0.1, 0.0, 0.9))]
+    starts = np.array([s.start for s in segments], dtype=np.int64)
+    table = np.array([s.weights for s in segments])
+    total = GREEDY_SAMPLES + 10
+    want = chosen(schedule._choose, starts, table, [total])
+    choice = schedule.Choice(segments, total)
+
+    def refused(*args):
+        raise AssertionError("the compiled loop ran")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(schedule, "_choose", refused)
+        choice.of(np.arange(8))
+        assert choice.made == 8
+        choice.of(np.arange(8, schedule.Choice.PYTHON_SAMPLES))
+        assert choice.made == schedule.Choice.PYTHON_SAMPLES
+    choice.of([schedule.Choice.PYTHON_SAMPLES])
+    assert choice.made == total
+    for got, expected in zip(choice.prefix(total), want):
+        np.testing.assert_array_equal(got, expected)
+    short = schedule.Choice(segments, GREEDY_SAMPLES - 1)
+    with monkeypatch.context() as patched:
+        patched.setattr(schedule, "_choose", refused)
+        short.of([0])
+    assert short.made == GREEDY_SAMPLES - 1

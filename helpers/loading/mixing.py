@@ -1,10 +1,10 @@
 """The mix of a blended source: its registry of datasets, the segments they were read under, and their state.
 
 A *registry* lists every dataset a run has read, in the order it first read them (a resumed run appends the
-datasets it adds; one it drops stays, weight 0, with its cursor). `choose` of the segments gives, for each sample
-of the global stream, its dataset and its number in that dataset's own order, so the state needs no more than
-the registry and the segments: the cursors follow from them, and are stored beside them for
-`python -m helpers.audit ledger`.
+datasets it adds; one it drops stays, weight 0, with its cursor). The `Choice` of the segments gives, for each
+sample of the global stream, its dataset and its number in that dataset's own order (made as far as the stream is
+read), so the state needs no more than the registry and the segments: the cursors follow from them, and are
+stored beside them for `python -m helpers.audit ledger`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..datasets.indexed import fingerprint
-from .schedule import Segment, choose, resumed_segments, segments_of
+from .schedule import Choice, Segment, resumed_segments, segments_of
 
 
 @dataclass
@@ -46,8 +46,22 @@ class Mix:
                            len(self.registry))
 
     def _choose(self) -> None:
-        self.dataset_index, self.dataset_number = choose(self.segments, self.num_samples)
+        self.choice = Choice(self.segments, self.num_samples)
         self.columns = np.array([-1 if e.column is None else e.column for e in self.registry], dtype=np.int64)
+
+    def of(self, sample_ids) -> tuple[np.ndarray, np.ndarray]:
+        """(registry datasets, numbers in their own orders) of global samples `sample_ids`."""
+        return self.choice.of(sample_ids)
+
+    @property
+    def dataset_index(self) -> np.ndarray:
+        """The registry dataset of every sample of the stream."""
+        return self.choice.prefix(self.num_samples)[0]
+
+    @property
+    def dataset_number(self) -> np.ndarray:
+        """Every sample's number in its dataset's own order."""
+        return self.choice.prefix(self.num_samples)[1]
 
     def column_of(self, registry_index: np.ndarray) -> np.ndarray:
         """The source's own dataset position of registry datasets (never a removed one: it has weight 0)."""
@@ -55,7 +69,7 @@ class Mix:
 
     def cursors(self, consumed: int) -> np.ndarray:
         """Samples taken of each registry dataset by the first `consumed` samples of the stream."""
-        return np.bincount(self.dataset_index[:consumed], minlength=len(self.registry)).astype(np.int64)
+        return np.bincount(self.choice.prefix(consumed)[0], minlength=len(self.registry)).astype(np.int64)
 
     def state(self, consumed: int) -> dict:
         cursors = self.cursors(consumed)

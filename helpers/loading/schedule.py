@@ -141,23 +141,20 @@ def resumed_segments(history: list[Segment], consumed: int, future: list[Segment
 
 
 @njit(cache=True)
-def _choose(starts, weights, total):  # pragma: no cover - compiled
-    """Datasets of samples 0..total-1 and each one's number within its dataset, by the greedy rule per segment
-    (segment s covers starts[s] .. starts[s+1]), counts carried from segment to segment."""
-    dataset = np.empty(total, dtype=np.int16)
-    number = np.empty(total, dtype=np.int64)
-    counts = np.zeros(weights.shape[1], dtype=np.int64)
-    base = counts.copy()
-    segment = 0
-    for i in range(total):
-        if segment + 1 < starts.size and starts[segment + 1] <= i:
-            while segment + 1 < starts.size and starts[segment + 1] <= i:
-                segment += 1
+def _choose(starts, weights, begin, end, dataset, number, counts, base, segment):  # pragma: no cover - compiled
+    """The greedy rule per segment (segment s covers starts[s] .. starts[s+1]) for samples begin..end-1, into
+    `dataset` and `number`; `counts` (taken of each dataset), `base` (its counts where the segment began) and
+    `segment` (one entry) are the rule's state, carried from call to call and from segment to segment."""
+    s = segment[0]
+    for i in range(begin, end):
+        if s + 1 < starts.size and starts[s + 1] <= i:
+            while s + 1 < starts.size and starts[s + 1] <= i:
+                s += 1
             base[:] = counts
-        step = max(float(i - starts[segment]), 1.0)
+        step = max(float(i - starts[s]), 1.0)
         best, best_error = -1, -np.inf
         for k in range(weights.shape[1]):
-            w = weights[segment, k]
+            w = weights[s, k]
             if w > 0.0:
                 error = w * step - (counts[k] - base[k])
                 if error > best_error:
@@ -165,19 +162,92 @@ def _choose(starts, weights, total):  # pragma: no cover - compiled
         dataset[i] = best
         number[i] = counts[best]
         counts[best] += 1
-    return dataset, number
+    segment[0] = s
+
+
+def _choose_python(starts, weights, begin, end, dataset, number, counts, base, segment):
+    """`_choose` in Python, on Python floats (the same float64 arithmetic), for short stretches."""
+    bounds, table = starts.tolist(), weights.tolist()
+    taken, since = counts.tolist(), base.tolist()
+    s = int(segment[0])
+    picks = []
+    for i in range(begin, end):
+        if s + 1 < len(bounds) and bounds[s + 1] <= i:
+            while s + 1 < len(bounds) and bounds[s + 1] <= i:
+                s += 1
+            since = list(taken)
+        step = max(float(i - bounds[s]), 1.0)
+        best, best_error = -1, -math.inf
+        for k, w in enumerate(table[s]):
+            if w > 0.0:
+                error = w * step - (taken[k] - since[k])
+                if error > best_error:
+                    best, best_error = k, error
+        picks.append((best, taken[best]))
+        taken[best] += 1
+    if picks:
+        dataset[begin:end], number[begin:end] = zip(*picks)
+    counts[:], base[:], segment[0] = taken, since, s
+
+
+class Choice:
+    """Dataset of each sample of the stream and its number in that dataset's own order, made as far as the stream
+    is read (the greedy rule is sequential: sample i needs every choice before it).
+
+    A loader's first batch needs a few samples' choice, not the whole run's: a long stream is chosen in Python up
+    to `PYTHON_SAMPLES` samples (a few milliseconds), and the first read past them chooses the rest with the
+    compiled loop in one call, so numba's start-up (`helpers.common.compiled`) is paid there, not before the first
+    batch. A stream shorter than `GREEDY_SAMPLES` is chosen whole, in Python, when first read."""
+
+    PYTHON_SAMPLES = 4_096
+
+    def __init__(self, segments: list[Segment], total: int):
+        if not segments or segments[0].start != 0:
+            raise ValueError("the first segment must start at sample 0")
+        self.starts = np.array([s.start for s in segments], dtype=np.int64)
+        self.weights = np.array([s.weights for s in segments], dtype=np.float64)
+        self.total = int(total)
+        width = self.weights.shape[1]
+        self.dataset = np.empty(self.total, dtype=np.int16)
+        self.number = np.empty(self.total, dtype=np.int64)
+        self.counts, self.base = np.zeros(width, dtype=np.int64), np.zeros(width, dtype=np.int64)
+        self.segment = np.zeros(1, dtype=np.int64)
+        self.made = 0
+        if (self.weights > 0).sum(axis=1).max() == 1:  # one dataset per segment (one prefix): nothing to choose
+            self.dataset[:], self.number[:] = _one_per_segment(self.starts, self.weights, self.total)
+            self.made = self.total
+
+    def upto(self, samples: int) -> None:
+        """Make the choice of samples 0..samples-1."""
+        samples = min(int(samples), self.total)
+        if samples <= self.made:
+            return
+        if not compiled_pays(self.total - self.made, GREEDY_SAMPLES):
+            rule, end = _choose_python, self.total  # the rest is short: all of it, once
+        elif samples <= self.PYTHON_SAMPLES:
+            rule, end = _choose_python, samples  # the first reads of a long stream
+        else:
+            rule, end = _choose, self.total  # helpers.common.compiled
+        rule(self.starts, self.weights, begin=self.made, end=end, dataset=self.dataset, number=self.number,
+             counts=self.counts, base=self.base, segment=self.segment)
+        self.made = end
+
+    def of(self, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(datasets, numbers) of samples `sample_ids`."""
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if sample_ids.size:
+            self.upto(int(sample_ids.max()) + 1)
+        return self.dataset[sample_ids], self.number[sample_ids]
+
+    def prefix(self, samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """(datasets, numbers) of samples 0..samples-1."""
+        self.upto(samples)
+        return self.dataset[:samples], self.number[:samples]
 
 
 def choose(segments: list[Segment], total: int) -> tuple[np.ndarray, np.ndarray]:
     """(dataset of each global sample, its number in that dataset's own order) for samples 0..total-1."""
-    if not segments or segments[0].start != 0:
-        raise ValueError("the first segment must start at sample 0")
-    starts = np.array([s.start for s in segments], dtype=np.int64)
-    weights = np.array([s.weights for s in segments], dtype=np.float64)
-    if (weights > 0).sum(axis=1).max() == 1:  # one dataset per segment (one prefix): nothing to choose between
-        return _one_per_segment(starts, weights, int(total))
-    rule = _choose if compiled_pays(int(total), GREEDY_SAMPLES) else _choose_python  # helpers.common.compiled
-    return rule(starts, weights, int(total))
+    return Choice(segments, total).prefix(total)
 
 
 def _one_per_segment(starts, weights, total):
@@ -192,30 +262,4 @@ def _one_per_segment(starts, weights, total):
         dataset[begin:end] = k
         number[begin:end] = counts[k] + np.arange(end - begin)
         counts[k] += end - begin
-    return dataset, number
-
-
-def _choose_python(starts, weights, total):
-    """`_choose` in Python, on Python floats (the same float64 arithmetic), for short streams."""
-    dataset = np.empty(total, dtype=np.int16)
-    number = np.empty(total, dtype=np.int64)
-    bounds, table = starts.tolist(), weights.tolist()
-    counts = [0] * weights.shape[1]
-    base = list(counts)
-    segment = 0
-    for i in range(total):
-        if segment + 1 < len(bounds) and bounds[segment + 1] <= i:
-            while segment + 1 < len(bounds) and bounds[segment + 1] <= i:
-                segment += 1
-            base = list(counts)
-        step = max(float(i - bounds[segment]), 1.0)
-        best, best_error = -1, -math.inf
-        for k, w in enumerate(table[segment]):
-            if w > 0.0:
-                error = w * step - (counts[k] - base[k])
-                if error > best_error:
-                    best, best_error = k, error
-        dataset[i] = best
-        number[i] = counts[best]
-        counts[best] += 1
     return dataset, number

@@ -219,12 +219,11 @@ class ScheduledSource(Source):
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
 
     def windows(self, sample_ids) -> np.ndarray:
-        sample_ids = np.asarray(sample_ids, dtype=np.int64)
-        numbers = self.mix.dataset_number[sample_ids]
+        registry, numbers = self.mix.of(sample_ids)
         if len(self.orders) == 1:
             return self.orders[0].windows(numbers, self.token_dtype)
-        columns = self.mix.column_of(self.mix.dataset_index[sample_ids])
-        out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), self.token_dtype)
+        columns = self.mix.column_of(registry)
+        out = BATCH_BLOCKS.block((numbers.size, self.seq_length + 1), self.token_dtype)
         compiled = compiled_pays(out.size, BATCH_TOKENS)  # as the whole batch's size says, not each dataset's share
         for k in np.unique(columns):
             chosen = columns == k
@@ -413,8 +412,8 @@ class PackedSource(Source):
         if self.mix is None:
             k = int(self.dataset_index[sample])
             return k, int(self.dataset_row[sample]), k + 1
-        registry = int(self.mix.dataset_index[sample])
-        return int(self.mix.column_of(registry)), int(self.mix.dataset_number[sample]), registry + 1
+        registry, number = (int(x[0]) for x in self.mix.of([sample]))
+        return int(self.mix.column_of(registry)), number, registry + 1
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         rows = []
