@@ -15,7 +15,7 @@ import pytest
 
 from helpers.common.errors import UserError
 from helpers.corpus import columnar
-from helpers.corpus.columnar import plan_groups, row_batches
+from helpers.corpus.inputs import open_input
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
 
@@ -76,11 +76,11 @@ def test_the_ray_engine_gives_the_same_bytes(ray_cluster, inputs, tmp_path, sour
 def test_groups_read_by_the_worker_or_by_the_planner_give_the_same_bytes(inputs, tmp_path, monkeypatch, source,
                                                                           workers):
     folder, from_jsonl = inputs
-    assert all(isinstance(task, columnar.GroupRef) for task in row_batches(
-        folder / source, 0, None, columns=KEYS, batch_bytes=1, refer=True))  # small groups: named, not read
+    assert all(isinstance(task, columnar.GroupRef) for task in open_input(folder / source).batches(
+        0, None, columns=KEYS, batch_bytes=1, refer=True))  # small groups: named, not read
     monkeypatch.setattr(columnar, "GROUP_TASK_BYTES", 0)  # every group too big to hand over: read in batches
-    assert not any(isinstance(task, columnar.GroupRef) for task in row_batches(
-        folder / source, 0, None, columns=KEYS, batch_bytes=1, refer=True))
+    assert not any(isinstance(task, columnar.GroupRef) for task in open_input(folder / source).batches(
+        0, None, columns=KEYS, batch_bytes=1, refer=True))
     made = run(folder / source, tmp_path / "out", workers=workers)
     for key in KEYS:
         assert hashes(made.outputs[key]) == hashes(from_jsonl.outputs[key])
@@ -88,17 +88,17 @@ def test_groups_read_by_the_worker_or_by_the_planner_give_the_same_bytes(inputs,
 
 def test_parts_cut_at_row_groups_with_about_equal_rows(inputs):
     folder, _ = inputs
-    assert plan_groups(folder / "docs.parquet", 1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
-    assert plan_groups(folder / "docs.parquet", 2) == [(0, 4), (4, 8)]
-    assert plan_groups(folder / "docs.parquet", 20) == [(i, i + 1) for i in range(8)]  # never an empty part
-    ranges = plan_groups(folder / "shards", 3)  # 30 rows in 5 groups, then 49 rows in 4
+    assert open_input(folder / "docs.parquet").plan(1) == [(0, 8)]  # 79 rows in groups of 10: 8 groups
+    assert open_input(folder / "docs.parquet").plan(2) == [(0, 4), (4, 8)]
+    assert open_input(folder / "docs.parquet").plan(20) == [(i, i + 1) for i in range(8)]  # never an empty part
+    ranges = open_input(folder / "shards").plan(3)  # 30 rows in 5 groups, then 49 rows in 4
     assert ranges[0][0] == 0 and ranges[-1][1] == 5 + 4 and len(ranges) == 3
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
 def test_only_the_text_columns_are_read_in_batches_that_know_their_rows(inputs):
     folder, _ = inputs
-    batches = list(row_batches(folder / "shards", 0, None, columns=("text",), batch_bytes=1))
+    batches = list(open_input(folder / "shards").batches(0, None, columns=("text",), batch_bytes=1))
     assert all(set(b.columns) == {"text"} for b in batches)
     assert sum(len(b.columns["text"]) for b in batches) == 79
     second_file = [b for b in batches if b.source.endswith("part-1.parquet")]
@@ -117,7 +117,7 @@ def test_a_null_is_skipped_and_counted_when_asked(tmp_path):
 
 def test_saved_datasets_are_read_as_their_state_lists_them_or_refused_in_one_line(inputs, tmp_path):
     folder, _ = inputs
-    assert plan_groups(folder / "saved", 7) == [(0, 1), (1, 2), (2, 3)]  # one record batch per shard
+    assert open_input(folder / "saved").plan(7) == [(0, 1), (1, 2), (2, 3)]  # one record batch per shard
     splits = tmp_path / "splits"
     datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a"]})}).save_to_disk(str(splits))
     with pytest.raises(UserError, match="DatasetDict.*fix: name one split's folder"):

@@ -11,7 +11,7 @@ import pytest
 import zstandard
 
 from helpers.common.errors import UserError
-from helpers.corpus.ranges import batches, input_files, plan_ranges
+from helpers.corpus.inputs import open_input
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.preprocess import preprocess
 
@@ -76,20 +76,20 @@ def test_the_ray_engine_reads_a_glob_of_jsonl_the_same(ray_cluster, inputs, tmp_
 def test_a_glob_is_cut_at_line_ends_and_never_inside_a_compressed_file(inputs):
     folder, _ = inputs
     pattern = folder / "glob" / "part-*"
-    files = input_files(pattern)
+    files = open_input(pattern).files
     assert [file.name for file in files] == ["part-0.jsonl", "part-1.jsonl.gz", "part-2.jsonl.zst", "part-3.jsonl"]
     ends, offset = [], 0
     for file in files:
         offset += file.stat().st_size
         ends.append(offset)
     for parts in (2, 3, 7, 40):
-        ranges = plan_ranges(pattern, parts)
+        ranges = open_input(pattern).plan(parts)
         assert ranges[0][0] == 0 and ranges[-1][1] == ends[-1]
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         compressed = [(ends[0], ends[1]), (ends[1], ends[2])]
         assert not any(lo < end < hi for _, end in ranges for lo, hi in compressed)
         for start, end in ranges:  # every batch starts a line and names its own file
-            for source, first_line, lines in batches(pattern, start, end):
+            for source, first_line, lines in open_input(pattern).batches(start, end):
                 assert lines[-1].endswith(b"\n") and first_line >= 1 and "part-" in source
 
 

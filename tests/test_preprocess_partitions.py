@@ -12,7 +12,7 @@ import pytest
 from jsonl_samples import varied_lines
 
 from helpers.common.errors import UserError
-from helpers.corpus.ranges import plan_ranges
+from helpers.corpus.inputs import open_input
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.datasets.sidecar import read_sidecar, sidecar_path
 from helpers.preprocess import outputs as preprocess_outputs
@@ -45,7 +45,7 @@ def test_ranges_are_contiguous_cut_after_a_newline_and_cover_the_file(tmp_path):
     content = b"".join(varied_lines(200))
     path.write_bytes(content)
     for partitions in (1, 2, 3, 7):
-        ranges = plan_ranges(path, partitions)
+        ranges = open_input(path).plan(partitions)
         assert ranges[0][0] == 0 and ranges[-1][1] == len(content)
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         assert all(content[start - 1:start] == b"\n" for start, _ in ranges[1:])
@@ -140,7 +140,7 @@ def test_gz_input_runs_as_one_partition_with_the_same_output(tmp_path, varied):
     many = preprocess(packed, tmp_path / "gz", "bytes", workers=2, partitions=2, skip_bad_records=True,
                       progress=False)
     assert fingerprint_of(many.outputs["text"]) == fingerprint_of(one.outputs["text"])
-    assert plan_ranges(packed, 2) == [(0, None)]
+    assert open_input(packed).plan(2) == [(0, None)]
 
 
 def test_workers_need_not_be_a_multiple_but_each_partition_needs_one(tmp_path, varied):

@@ -14,7 +14,7 @@ import pytest
 from jsonl_samples import varied_lines
 
 from helpers.common.errors import UserError, run_cli
-from helpers.corpus.ranges import check_input, plan_ranges
+from helpers.corpus.inputs import open_input
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.engines.ray_cluster import ray_map
 from helpers.preprocess.command import main, preprocess
@@ -77,7 +77,7 @@ def test_the_earliest_bad_record_is_reported_with_its_whole_file_line_and_nothin
         lines[number - 1] = b'{"text": "broken"\n'
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b"".join(lines))
-    cut = plan_ranges(path, 2)[1][0]
+    cut = open_input(path).plan(2)[1][0]
     assert len(b"".join(lines[:3])) <= cut <= len(b"".join(lines[:7]))  # line 3 in part 1, line 8 in part 2
     with pytest.raises(UserError, match=rf"bad\.jsonl:{reported}: invalid JSON") as raised:
         preprocess(path, tmp_path / "out", "llama3", partitions=2, engine="ray", progress=False)
@@ -122,7 +122,7 @@ def test_ray_map_raises_a_task_s_user_error_as_itself(ray_cluster, tmp_path):
     present = tmp_path / "present.jsonl"
     present.write_text('{"text": "x"}\n')
     with pytest.raises(UserError) as raised:
-        ray_map(check_input, [present, tmp_path / "first.jsonl", present, tmp_path / "second.jsonl"])
+        ray_map(open_input, [present, tmp_path / "first.jsonl", present, tmp_path / "second.jsonl"])
     assert type(raised.value) is UserError
     assert str(raised.value) == f"{tmp_path / 'first.jsonl'}: no such file; fix: check --input"
 

@@ -60,12 +60,12 @@ from ..common.files import remove_stale_temporaries, temporary_name, write_text_
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
 from ..corpus.columnar import SAVED_STATE
-from ..corpus.ranges import is_compressed, plan_ranges
+from ..corpus.inputs import open_input
+from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import BandKeys, band_budget, band_paths, parse_size
 from .lsh import check_bands, check_threshold, choose_bands, cluster, s_curve_points
-from .parquet import (group_word, input_files, is_parquet, join_parquet_parts, range_bytes, read_columns,
-                      saved_folder, saved_state)
+from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, shingle_sets, write_part
 from .report import STEPS, Documents, removed_lines, step_table, summary_lines
 from .shingles import sets_jaccard
@@ -90,15 +90,16 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              skip_bad_records=skip_bad_records,
                              memory_limit=parse_size(memory_limit) if isinstance(memory_limit, str) else memory_limit)
     parts = parts or workers
-    paths = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
-                           ray_address=ray_address)
-    columns = [read_columns(path, text_key) if is_parquet(path) else () for path in paths]  # refuses a bad column
+    sources = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
+                             ray_address=ray_address)
+    paths = [source.path for source in sources]
+    columns = [read_columns(source, text_key) if source.columnar else () for source in sources]  # refuses a bad one
     out.mkdir(parents=True, exist_ok=True)
     outputs = [output_name(path) for path in paths]
     for name in [*outputs, *_saved_metadata(paths), REMOVED, REPORT]:
         (out / name).parent.mkdir(exist_ok=True)  # a saved dataset's folder
         remove_stale_temporaries(out / name)
-    run = _Run(settings=settings, tasks=_tasks(paths, columns, parts), paths=paths, outputs=outputs, out=out,
+    run = _Run(settings=settings, tasks=_tasks(sources, columns, parts), sources=sources, outputs=outputs, out=out,
                progress=progress)
     started = time.perf_counter()
     try:
@@ -112,18 +113,19 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     return report
 
 
-def _tasks(paths: list[Path], columns: list[tuple[str, ...]], parts: int) -> list[RangeTask]:
+def _tasks(sources: list, columns: list[tuple[str, ...]], parts: int) -> list[RangeTask]:
     """Every input's ranges, in input order; a Parquet file without rows has one empty range, so that its
     output is written too (with its schema, and no row)."""
-    ranges = [(index, path, start, end) for index, path in enumerate(paths)
-              for start, end in plan_ranges(path, parts) or [(0, 0)]]
-    return [RangeTask(input_index=index, path=str(path.resolve()), start=start, end=end, index=number,
-                      columns=columns[index]) for number, (index, path, start, end) in enumerate(ranges)]
+    ranges = [(index, source, start, end) for index, source in enumerate(sources)
+              for start, end in source.plan(parts) or [(0, 0)]]
+    return [RangeTask(input_index=index, source=source.absolute(), start=start, end=end, index=number,
+                      columns=columns[index]) for number, (index, source, start, end) in enumerate(ranges)]
 
 
 def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
-                   engine: str, ray_address: str | None) -> list[Path]:
-    """Refuse, before anything is written, what cannot give a sound run; the files the inputs stand for."""
+                   engine: str, ray_address: str | None) -> list:
+    """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
+    stand for (`helpers.corpus.inputs`)."""
     if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
     check_engine_flags(engine, workers, ray_address, ("--parts", parts))
@@ -137,7 +139,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
                         "permutations; fix: e.g. --ngram 5 --num-perm 128")
     if not paths:
         raise UserError("no input; fix: name one or more JSONL or Parquet files with --input")
-    paths = [file for path in paths for file in input_files(path)]
+    sources = [each for path in paths for each in open_input(path).each_file()]
+    paths = [source.path for source in sources]
     names = [output_name(path) for path in paths]
     for name in sorted({name for name in names if names.count(name) > 1}):
         raise UserError(f"two inputs would both be written as {name} (each output is named after its input); "
@@ -149,7 +152,7 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
             raise UserError(f"{path}: --output-dir {out} would overwrite this input; fix: choose another folder")
     if out.exists() and not out.is_dir():
         raise UserError(f"--output-dir {out}: a file, not a folder; fix: name a folder")
-    return paths
+    return sources
 
 
 def output_name(path: Path) -> str:
@@ -178,13 +181,14 @@ def _saved_metadata(paths: list[Path]) -> dict[str, tuple[Path, list[Path]]]:
 class _Run:
     """One cleaning run: its passes, its decisions between them, and its outputs."""
 
-    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], paths: list[Path], outputs: list[str],
+    def __init__(self, settings: CleanSettings, tasks: list[RangeTask], sources: list, outputs: list[str],
                  out: Path, progress: bool):
         self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
-        self.paths, self.outputs = paths, outputs  # the input files, their outputs' names
-        self.names = [output_name(path) if saved_folder(path) else path.name for path in paths]  # in the reports
-        self.parquet = [group_word(path) for path in paths]  # what a group of each is called; None for JSONL
-        self.sizes = [_task_bytes(task) for task in tasks]
+        self.sources, self.outputs = sources, outputs  # the input files, their outputs' names
+        self.paths = [source.path for source in sources]
+        self.names = [output_name(path) if saved_folder(path) else path.name for path in self.paths]  # in reports
+        self.parquet = [source.group_word for source in sources]  # what a group of each is called; None for JSONL
+        self.sizes = [task.source.range_size(task.start, task.end) for task in tasks]  # for the progress bars
         self.seconds: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
@@ -417,10 +421,7 @@ class _Run:
             joined = temporary_name(self.out / name)
             self.temporaries.append(joined)
             mine = [part for task, part in zip(self.tasks, parts) if task.input_index == index]
-            if self.parquet[index]:
-                join_parquet_parts(mine, joined, self.paths[index])
-            else:
-                _join_bytes(mine, joined)
+            self.sources[index].join_parts(mine, joined)
             check_signals()
         self._write_saved_metadata()
 
@@ -484,23 +485,6 @@ def group_sizes(roots: np.ndarray) -> dict[str, int]:
     members = np.bincount(roots, minlength=len(roots))
     sizes, groups = np.unique(members[members >= 2], return_counts=True)
     return {str(int(size)): int(count) for size, count in zip(sizes, groups)}
-
-
-def _task_bytes(task: RangeTask) -> int:
-    """A range's size for the progress bars: its bytes of JSONL, or its row groups' (uncompressed)."""
-    if task.parquet:
-        return range_bytes(task.path, task.start, task.end)
-    return (task.end if task.end is not None else os.path.getsize(task.path)) - task.start
-
-
-def _join_bytes(parts: list[Path], joined: Path) -> None:
-    """JSONL parts, in order, into one file, 16 MiB at a time; each part is removed once copied."""
-    with open(joined, "wb") as out:
-        for part in parts:
-            with open(part, "rb") as handle:
-                while block := handle.read(16 << 20):
-                    out.write(block)
-            part.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,23 +7,18 @@ Decisions between passes (which documents go) are the driver's; a pass only appl
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..common.errors import UserError
 from ..common.files import written_atomically
-from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_record
-from ..corpus.ranges import batches
+from ..corpus.records import records
 from .band_files import KeyWriter
 from .lsh import all_band_keys
-from .parquet import parquet_records, write_parquet_part
 from .shingles import distinct_shingles, signatures
 from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
-
 
 SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
 
@@ -51,11 +46,12 @@ class CleanSettings:
 
 @dataclass(frozen=True)
 class RangeTask:
-    """One contiguous range `[start, end)` of one input: bytes of JSONL (end None: to its end), or row
-    groups of Parquet, whose `columns` are those the first passes read; paths are absolute."""
+    """One contiguous range `[start, end)` of one input (`helpers.corpus.inputs`, named by absolute paths):
+    bytes of JSONL (end None: to its end), or groups of a columnar file, whose `columns` are those the first
+    passes read."""
 
     input_index: int
-    path: str
+    source: Any
     start: int
     end: int | None
     index: int
@@ -99,31 +95,20 @@ def _record_id(record: dict):
 
 
 def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
-             counts: dict | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
-    """(line, place, raw line, record) of the range's good records. A bad record raises a `UserError`
-    naming file and line, unless `skip_bad_records`: then it goes into `bad` (when given). For Parquet:
-    (row, row group, None, record of the columns read), see `parquet_records`."""
-    if task.parquet:
-        yield from parquet_records(task, settings.text_key, skip_bad_records=settings.skip_bad_records, bad=bad,
-                                   counts=counts)
-        return
-    for source, first, raw_lines in batches(Path(task.path), task.start, task.end):
-        if counts is not None:
-            counts["bytes"] += sum(map(len, raw_lines))
-        for number, place, line in numbered_lines(raw_lines, first):
-            if is_blank(line):
-                if counts is not None:
-                    counts["blank"] += 1
-                continue
-            try:
-                record = parse_record(line, (settings.text_key,))
-            except BadRecord as error:
-                if not settings.skip_bad_records:
-                    raise UserError(f"{location(source, number, place)}: {error.reason}") from None
-                if bad is not None:
-                    bad.append((number, place, error.kind, error.reason))
-                continue
-            yield number, place, line, record
+             counts: dict | None = None) -> Iterator[tuple[int, int, bytes | None, dict]]:
+    """(line, place, raw line, record) of the range's good records (`helpers.corpus.records`); for a columnar
+    input (row, group, None, record of the columns read). A bad record raises a `UserError` naming where it is,
+    unless `skip_bad_records`: then it goes into `bad` (when given)."""
+    counts = counts if counts is not None else {"bytes": 0, "blank": 0}
+
+    def refused(number: int, place: int, kind: str, reason: str, where: str) -> None:
+        if not settings.skip_bad_records:
+            raise UserError(f"{where}: {reason}")
+        if bad is not None:
+            bad.append((number, place, kind, reason))
+
+    for batch in task.source.batches(task.start, task.end, task.columns):
+        yield from records(batch, (settings.text_key,), refused, counts, whole=True)
 
 
 def _base_text(text: str, settings: CleanSettings) -> str:
@@ -268,36 +253,12 @@ def shingle_sets(task: RangeTask, settings: CleanSettings, wanted: np.ndarray, r
 
 def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
                part: str) -> tuple[int, int]:
-    """Last pass: the range's kept records, in order, into the part file `part`: written under a name of
-    this process and renamed when complete, so a retried task (Ray may retry one) only writes it again.
-    A record whose text is unchanged is copied byte for byte; one whose text changed is the same JSON
-    object with the new text. Returns (records, bytes) written. A Parquet range is written as Parquet
-    (`write_parquet_part`)."""
-    if task.parquet:
-        return write_parquet_part(task, settings.text_key, removed=removed,
-                                  rewrite=lambda text: cleaned_text(text, settings, repeated)[0], part=part)
-    written = size = 0
-    with written_atomically(part, "wb") as out:
-        for position, (_, _, raw, record) in enumerate(_records(task, settings)):
-            if removed[position]:
-                continue
-            text = record[settings.text_key]
-            new_text, _ = cleaned_text(text, settings, repeated)
-            if new_text == text:
-                line = raw.rstrip(b"\r\n") + b"\n"
-            else:
-                record[settings.text_key] = new_text
-                line = _serialised(record)
-            out.write(line)
-            written += 1
-            size += len(line)
-    return written, size
+    """Last pass: the range's kept records, in order, into the part file `part`, in the input's own format
+    (`write_part` of `helpers.corpus.inputs`): written under a name of this process and renamed when complete,
+    so a retried task (Ray may retry one) only writes it again. Returns (records, bytes) written."""
+    def refused(number: int, place: int, kind: str, reason: str, where: str) -> None:
+        if not settings.skip_bad_records:
+            raise UserError(f"{where}: {reason}")
 
-
-def _serialised(record: dict) -> bytes:
-    """A record as one JSONL line: UTF-8 as written, or, where another field holds a lone surrogate
-    (which only the text field is checked for), with every non-ASCII character escaped, which keeps it."""
-    try:
-        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(record) + "\n").encode("ascii")
+    return task.source.write_part(task.start, task.end, part, text_key=settings.text_key, removed=removed,
+                                  rewrite=lambda text: cleaned_text(text, settings, repeated)[0], bad=refused)

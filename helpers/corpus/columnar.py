@@ -32,6 +32,7 @@ from ..common.errors import UserError
 
 PARQUET, ARROW = ".parquet", ".arrow"
 SAVED_STATE = "state.json"  # what save_to_disk writes beside its .arrow files
+BATCH_BYTES = 1 << 20  # text per batch of rows, as JSONL's per batch of lines
 ROWS_PER_READ = 256  # rows decoded at a time; a batch gathers reads up to the byte budget its caller gives
 GROUP_TASK_BYTES = 16 << 20  # text in a group that a worker may read whole (larger groups go in batches)
 
@@ -41,9 +42,14 @@ class RowsBatch:
     """Rows of one group of one file, as a worker gets them: the text columns by name, and where they are."""
 
     source: str  # the file
-    group: str  # "row group 3" or "record batch 3"
+    kind: str  # "row group" or "record batch"
+    index: int  # the group's number in its file, from 0
     first_row: int  # the first row's number in its file, from 0
     columns: dict[str, list]
+
+    @property
+    def group(self) -> str:
+        return f"{self.kind} {self.index}"
 
     def location(self, index: int) -> str:
         """Where row `index` of this batch is, as a user would look for it."""
@@ -212,89 +218,30 @@ def open_columnar(file: Path) -> ColumnarFile:
     return _opened_here[key]
 
 
-def groups(path: Path) -> list[tuple[ColumnarFile, int, int, int]]:
-    """Every group of the input, in order: (file, its index in the file, first row in the file, rows)."""
-    found = []
-    for file in columnar_files(path):
-        opened = open_columnar(file)
-        first = 0
-        for index, rows in enumerate(opened.group_rows()):
-            found.append((opened, index, first, rows))
-            first += rows
-    return found
-
-
-def check_columns(path: Path, columns: tuple[str, ...], *, flag: str = "--json-keys", lists: bool = True) -> None:
-    """Refuse, before anything is written, a file without one of `columns` or with one that holds no text
-    (strings, or with `lists` lists of strings); the fix names the command's `flag`."""
-    pa = pyarrow_module()
-    for file in columnar_files(path):
-        schema = open_columnar(file).schema
-        for column in columns:
-            if column not in schema.names:
-                raise UserError(f"{file}: no column '{column}' (columns: {', '.join(schema.names) or 'none'}); "
-                                f"fix: name a text column with {flag}")
-            kind = schema.field(column).type
-            if lists and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
-                kind = kind.value_type
-            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-                raise UserError(f"{file}: column '{column}' holds {schema.field(column).type}, not strings; "
-                                f"fix: name a text column with {flag}")
-
-
-def plan_groups(path: Path, partitions: int) -> list[tuple[int, int]]:
-    """Contiguous ranges `[start, end)` of the input's groups with about rows/P rows each; empty ranges are
-    dropped (an input of fewer groups than P runs as fewer parts)."""
-    rows = [group[3] for group in groups(path)]
-    total, cuts, seen = sum(rows), [0], 0
-    for index, count in enumerate(rows):
-        seen += count
-        if len(cuts) < partitions and seen * partitions >= total * len(cuts) and index + 1 < len(rows):
-            cuts.append(index + 1)
-    cuts.append(len(rows))
-    return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
-
-
-def row_batches(path: Path, start: int, end: int | None, *, columns: tuple[str, ...], batch_bytes: int,
-                refer: bool = False) -> Iterator[RowsBatch | GroupRef]:
-    """The rows of groups `[start, end)` (end None: to the last), `columns` only, in batches of about
-    `batch_bytes` of text that never cross a group. With `refer`, a group of at most GROUP_TASK_BYTES comes
-    as a `GroupRef` for the process that encodes it to read (`read_group`)."""
-    sizes: dict[Path, list[int]] = {}
-    for opened, index, first, _ in groups(path)[start:end]:
-        if refer:
-            if opened.file not in sizes:
-                sizes[opened.file] = opened.group_text_bytes(columns)
-            if sizes[opened.file][index] <= GROUP_TASK_BYTES:
-                yield GroupRef(str(opened.file), index, first)
-                continue
-        yield from _group_batches(opened, index, first=first, columns=columns, batch_bytes=batch_bytes)
-
-
-def _group_batches(opened: ColumnarFile, index: int, first: int, columns: tuple[str, ...],
+def group_batches(opened: ColumnarFile, index: int, first: int, columns: tuple[str, ...],
                    batch_bytes: int) -> Iterator[RowsBatch]:
     """One group's rows in batches of about `batch_bytes` of text."""
     gathered: dict[str, list] = {column: [] for column in columns}
     size, batch_first = 0, first
-    where = f"{opened.kind} {index}"
     for read in opened.reads(index, columns):
         for column in columns:
             values = read.column(column).to_pylist()
             gathered[column] += values
             size += sum(_text_bytes(value) for value in values)
         if size >= batch_bytes:
-            yield RowsBatch(str(opened.file), where, batch_first, gathered)
+            yield RowsBatch(source=str(opened.file), kind=opened.kind, index=index, first_row=batch_first, columns=gathered)
             batch_first += len(gathered[columns[0]])
             gathered, size = {column: [] for column in columns}, 0
     if gathered[columns[0]]:
-        yield RowsBatch(str(opened.file), where, batch_first, gathered)
+        yield RowsBatch(source=str(opened.file), kind=opened.kind, index=index, first_row=batch_first, columns=gathered)
 
 
 def read_group(ref: GroupRef, columns: tuple[str, ...]) -> RowsBatch:
     """A referred group read whole, `columns` only, by the process that encodes it."""
     opened = open_columnar(Path(ref.source))
-    return next(_group_batches(opened, ref.index, first=ref.first_row, columns=columns, batch_bytes=1 << 62),
-                RowsBatch(ref.source, f"{opened.kind} {ref.index}", ref.first_row, {c: [] for c in columns}))
+    return next(group_batches(opened, ref.index, first=ref.first_row, columns=columns, batch_bytes=1 << 62),
+                RowsBatch(source=ref.source, kind=opened.kind, index=ref.index, first_row=ref.first_row,
+                          columns={c: [] for c in columns}))
 
 
 def _text_bytes(value) -> int:

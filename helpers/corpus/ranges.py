@@ -1,107 +1,146 @@
-"""Reading a preprocessing run's input: checked, cut into contiguous ranges, and read in batches that know
-where they are.
+"""JSONL inputs (`.jsonl`, `.json` lines, `.gz`, `.zst`, and globs of them): checked, cut into contiguous byte
+ranges, and read in batches of raw lines that know where they are (`helpers.corpus.inputs` opens them).
 
-JSONL (`.jsonl`, `.json` lines, `.gz`, `.zst`) is cut into byte ranges at line ends and read as raw lines
-that know the number of their first line in their file. A glob of JSONL files (`'crawl/*.jsonl.gz'`) is
-read as its matches in name order, one after the other: its byte ranges are offsets into the files laid end
-to end, a cut falls at a line end or between two files (never inside a compressed one, which has no byte
-offsets to cut at), and no batch crosses a file, so every line is still named by its own file. Parquet and
-datasets saved by Hugging Face `datasets` are cut by row groups and read as rows of their text columns
-(`helpers.corpus.columnar`)."""
+A file is cut into byte ranges at line ends and read as raw lines that know the number of their first line in
+their file. A glob of JSONL files (`'crawl/*.jsonl.gz'`) is read as its matches in name order, one after the
+other: its byte ranges are offsets into the files laid end to end, a cut falls at a line end or between two
+files (never inside a compressed one, which has no byte offsets to cut at), and no batch crosses a file, so
+every line is still named by its own file."""
 
 from __future__ import annotations
 
 import bisect
-import glob
 import gzip
 import io
+import os
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, NamedTuple
+
+import numpy as np
 
 from ..common.errors import UserError
-from .columnar import columnar_files, is_columnar, plan_groups, row_batches
+from .jsonl_parts import join_jsonl_parts, write_jsonl_part
 
 BATCH_BYTES = 1 << 20  # raw JSONL per task sent to a worker
 COMPRESSED = (".gz", ".zst")  # read to their end: no byte offset inside them can be cut at
+
+
+class LineBatch(NamedTuple):
+    """Raw lines of one file, and the number its first line has there (from 1)."""
+
+    source: str
+    first_line: int
+    lines: list[bytes]
 
 
 def is_compressed(path: Path) -> bool:
     return path.suffix in COMPRESSED
 
 
-def _is_jsonl_glob(path: Path) -> bool:
-    return glob.has_magic(str(path)) and not path.exists() and not is_columnar(path)
-
-
-def check_input(path: Path) -> None:
-    """Refuse an input that is missing or empty, before anything is written."""
-    if _is_jsonl_glob(path):
-        if not any(file.stat().st_size for file in input_files(path)):
-            raise UserError(f"{path}: every file it matches is empty, nothing to preprocess; fix: check --input")
-        return
-    if is_columnar(path) and not path.is_file():  # a folder or a glob: its files are checked when listed
-        return
-    if path.is_dir():
-        raise UserError(f"{path}: a folder with no .parquet file in it; fix: give a JSONL or Parquet file, a folder "
-                        "of Parquet files or one written by datasets' save_to_disk")
+def refuse_empty(path: Path) -> None:
+    """Refuse a file that is missing or empty, before anything is written."""
     if not path.is_file():
         raise UserError(f"{path}: no such file; fix: check --input")
     if path.stat().st_size == 0:
         raise UserError(f"{path}: empty file, nothing to preprocess; fix: check --input")
 
 
-def input_files(path: Path) -> list[Path]:
-    """The files an input is read from, in reading order: the input itself, a glob's matches, or a
-    columnar input's files."""
-    if is_columnar(path):
-        return columnar_files(path)
-    if _is_jsonl_glob(path):
-        return [Path(match) for match in sorted(glob.glob(str(path)))]
-    return [path]
+class JsonlInput:
+    """A JSONL file, or a glob's JSONL files read one after the other; see the module docstring."""
 
+    columnar = False
+    group_word = None  # what removed.jsonl calls a group: JSONL has lines, not groups
 
-def known_size(path: Path) -> int | None:
-    """The bytes of JSONL a run will read, where the files say so without decompressing them (else None)."""
-    files = input_files(path)
-    if is_columnar(path) or any(map(is_compressed, files)):
-        return None
-    return sum(file.stat().st_size for file in files)
+    def __init__(self, path: Path, files: list[Path]):
+        self.path, self.files = path, files
+        self.glob = files != [path]
+        if self.glob:
+            if not any(file.stat().st_size for file in files):
+                raise UserError(f"{path}: every file it matches is empty, nothing to preprocess; fix: check --input")
+        else:
+            refuse_empty(path)
 
+    def absolute(self) -> "JsonlInput":
+        """The same input named by absolute paths (for a worker elsewhere: a Ray task)."""
+        absolute = JsonlInput.__new__(JsonlInput)
+        absolute.path, absolute.files, absolute.glob = Path(os.path.abspath(self.path)), \
+            [Path(os.path.abspath(file)) for file in self.files], self.glob
+        return absolute
 
-def _file_offsets(path: Path) -> tuple[list[Path], list[int]]:
-    """A JSONL input's files, and where each starts when they are laid end to end (the last entry: the end)."""
-    files = input_files(path)
-    offsets = [0]
-    for file in files:
-        offsets.append(offsets[-1] + file.stat().st_size)
-    return files, offsets
+    @property
+    def compressed(self) -> bool:
+        """Whether a file of the input has no byte offsets to cut at."""
+        return any(map(is_compressed, self.files))
 
+    def each_file(self) -> list["JsonlInput"]:
+        """The input's files, each an input of its own (an empty one refused)."""
+        return [JsonlInput(file, [file]) for file in self.files]
 
-def plan_ranges(path: Path, partitions: int) -> list[tuple[int, int | None]]:
-    """Contiguous byte ranges `[start, end)` of about size/P each, every cut moved to just after the next
-    newline so that no line is split; empty ranges are dropped. A compressed file has no byte offsets to cut
-    at: alone, it is one range read to its end (end None); in a glob, cuts move to its end. Parquet and Arrow
-    are cut by row groups (record batches) instead."""
-    if is_columnar(path):
-        return plan_groups(path, partitions)
-    if is_compressed(path):
-        return [(0, None)]
-    files, offsets = _file_offsets(path)
-    total = offsets[-1]
-    cuts = [0]
-    for part in range(1, partitions):
-        target = max(total * part // partitions, cuts[-1], 1)
-        index = min(bisect.bisect_right(offsets, target) - 1, len(files) - 1)
-        if target == offsets[index] or is_compressed(files[index]):  # between files, or to this one's end
-            cuts.append(target if target == offsets[index] else offsets[index + 1])
-            continue
-        with open(files[index], "rb") as handle:
-            handle.seek(target - offsets[index] - 1)
-            handle.readline()
-            cuts.append(min(offsets[index] + handle.tell(), offsets[index + 1]))
-    cuts.append(total)
-    return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
+    def check_columns(self, columns: tuple[str, ...], *, flag: str, lists: bool) -> None:
+        """JSONL fields are checked record by record (`helpers.corpus.jsonl`)."""
+
+    def known_size(self) -> int | None:
+        """The bytes of JSONL a run will read, where the files say so without decompressing them (else None)."""
+        return None if self.compressed else self._offsets()[-1]
+
+    def range_size(self, start: int, end: int | None) -> int:
+        """Bytes in range `[start, end)` (end None: to the end), for progress bars."""
+        return (end if end is not None else self._offsets()[-1]) - start
+
+    def _offsets(self) -> list[int]:
+        """Where each file starts when they are laid end to end (the last entry: the end)."""
+        offsets = [0]
+        for file in self.files:
+            offsets.append(offsets[-1] + file.stat().st_size)
+        return offsets
+
+    def plan(self, partitions: int) -> list[tuple[int, int | None]]:
+        """Contiguous byte ranges `[start, end)` of about size/P each, every cut moved to just after the next
+        newline so that no line is split; empty ranges are dropped. A compressed file has no byte offsets to cut
+        at: alone, it is one range read to its end (end None); in a glob, cuts move to its end."""
+        if not self.glob and is_compressed(self.path):
+            return [(0, None)]
+        files, offsets = self.files, self._offsets()
+        total = offsets[-1]
+        cuts = [0]
+        for part in range(1, partitions):
+            target = max(total * part // partitions, cuts[-1], 1)
+            index = min(bisect.bisect_right(offsets, target) - 1, len(files) - 1)
+            if target == offsets[index] or is_compressed(files[index]):  # between files, or to this one's end
+                cuts.append(target if target == offsets[index] else offsets[index + 1])
+                continue
+            with open(files[index], "rb") as handle:
+                handle.seek(target - offsets[index] - 1)
+                handle.readline()
+                cuts.append(min(offsets[index] + handle.tell(), offsets[index + 1]))
+        cuts.append(total)
+        return [(start, end) for start, end in zip(cuts, cuts[1:]) if end > start]
+
+    def batches(self, start: int = 0, end: int | None = None, columns: tuple[str, ...] = (),
+                refer: bool = False) -> Iterator[LineBatch]:
+        """Batches of the raw lines in bytes `[start, end)` of the input (end None: to its end), each with its
+        file and the number its first line has there, so that messages name the line a user would look at.
+        (`columns` and `refer` are for columnar inputs: a JSONL line is parsed by whoever reads the batch.)"""
+        if not self.glob:
+            yield from _file_batches(self.path, start, end)
+            return
+        offsets = self._offsets()
+        for file, first, after in zip(self.files, offsets, offsets[1:]):
+            if after <= start or (end is not None and first >= end) or after == first:
+                continue
+            local_end = None if end is None or end >= after else end - first
+            yield from _file_batches(file, max(start - first, 0), local_end)
+
+    def write_part(self, start: int, end: int | None, part: str, *, text_key: str, removed: np.ndarray,
+                   rewrite: Callable[[str], str], bad) -> tuple[int, int]:
+        """Bytes `[start, end)`, their kept records (good records not `removed`, the text `rewrite`n), into the
+        file `part` (`helpers.corpus.jsonl_parts`); (records, bytes) written."""
+        return write_jsonl_part(self, start, end, part, text_key=text_key, removed=removed, rewrite=rewrite, bad=bad)
+
+    def join_parts(self, parts: list[Path], joined: Path) -> None:
+        """The parts written by `write_part`, in order, into one plain JSONL file."""
+        join_jsonl_parts(parts, joined)
 
 
 def _count_newlines(handle, length: int) -> int:
@@ -116,29 +155,9 @@ def _count_newlines(handle, length: int) -> int:
     return count
 
 
-def batches(path: Path, start: int = 0, end: int | None = None, columns: tuple[str, ...] = ("text",),
-            refer: bool = False) -> Iterator:
-    """Batches of the raw lines in bytes `[start, end)` of the input (end None: to its end), each with its
-    file and the number its first line has there, so that messages name the line a user would look at.
-    A columnar input gives `RowsBatch`es of its `columns` from groups `[start, end)` instead, or with
-    `refer`, `GroupRef`s of its small groups for the worker to read (`helpers.corpus.columnar`)."""
-    if is_columnar(path):
-        yield from row_batches(path, start, end, columns=columns, batch_bytes=BATCH_BYTES, refer=refer)
-        return
-    if not _is_jsonl_glob(path):
-        yield from _file_batches(path, start, end)
-        return
-    files, offsets = _file_offsets(path)
-    for file, first, after in zip(files, offsets, offsets[1:]):
-        if after <= start or (end is not None and first >= end) or after == first:
-            continue
-        local_end = None if end is None or end >= after else end - first
-        yield from _file_batches(file, max(start - first, 0), local_end)
-
-
-def _file_batches(path: Path, start: int, end: int | None) -> Iterator[tuple[str, int, list[bytes]]]:
+def _file_batches(path: Path, start: int, end: int | None) -> Iterator[LineBatch]:
     """The raw lines of bytes `[start, end)` of one JSONL file, in batches of about BATCH_BYTES."""
-    check_input(path)
+    refuse_empty(path)
     with open(path, "rb") as handle:
         lines = _lines(handle, path)
         number = 1 + (_count_newlines(handle, start) if start else 0)
@@ -151,11 +170,11 @@ def _file_batches(path: Path, start: int, end: int | None) -> Iterator[tuple[str
             batch.append(raw)
             size += len(raw)
             if size >= BATCH_BYTES:
-                yield str(path), number, batch
+                yield LineBatch(str(path), number, batch)
                 number += len(batch)
                 batch, size = [], 0
         if batch:
-            yield str(path), number, batch
+            yield LineBatch(str(path), number, batch)
 
 
 def _lines(handle, path: Path) -> Iterator[bytes]:

@@ -44,7 +44,6 @@ documents EOD cannot mark (see `helpers.datasets.formats`). Differences, all on 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +53,8 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.headless import message_stream
 from ..common.progress import progress_bar
+from ..corpus.inputs import open_input
 from ..corpus.jsonl import check_json_keys
-from ..corpus.columnar import check_columns, is_columnar
-from ..corpus.ranges import check_input, input_files, is_compressed, known_size, plan_ranges
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
 from ..engines.choice import ENGINES, check_engine_flags
@@ -89,11 +87,10 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     if engine == "local" and partitions > workers:
         raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
                         f"not {workers}; fix: raise --workers or lower --partitions")
-    check_input(input_path)
-    if is_columnar(input_path):
-        check_columns(input_path, json_keys)
+    source = open_input(input_path)
+    source.check_columns(json_keys, flag="--json-keys", lists=True)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
-    size = known_size(input_path) if one_run and engine == "local" and partitions == 1 else None
+    size = source.known_size() if one_run and engine == "local" and partitions == 1 else None
     chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers,
                             one_run_of_megabytes=None if size is None else size / 1e6)
     if encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
@@ -104,27 +101,27 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
                            parse_special=parse_special_tokens, skip_bad_records=skip_bad_records,
                            dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
     facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=append_eod,
-                     parse_special_tokens=parse_special_tokens, input_path=input_path, encoder=chosen.name)
+                     parse_special_tokens=parse_special_tokens, input_files=source.files, encoder=chosen.name)
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     for final in prefixes.values():
         remove_stale_temporaries(final)
-    ranges = plan_ranges(input_path, partitions)
-    if partitions > 1 and len(ranges) < partitions and any(map(is_compressed, input_files(input_path))):
+    ranges = source.plan(partitions)
+    if partitions > 1 and len(ranges) < partitions and source.compressed:
         print(f"note: {input_path}: a compressed file cannot be cut into byte ranges, so it runs as {len(ranges)} "
               f"{'Ray task' if engine == 'ray' else 'partition'}{'s' * (len(ranges) > 1)}, not {partitions}",
               file=message_stream())
     start = time.perf_counter()
     meter = None
     try:
-        meter = _Progress(input_path, progress, log_interval)
+        meter = _Progress(source, progress, log_interval)
         if engine == "local" and len(ranges) == 1:
             with datasets_written(prefixes, settings.dtype, facts) as writers:
-                summary = encode_range(settings, input_path, ranges[0], writers, workers=workers, report=meter.report)
+                summary = encode_range(settings, source, ranges[0], writers, workers=workers, report=meter.report)
                 require_documents(summary, input_path)
         else:
             engine_for_parts = (RayPartitions(ray_address, workers, meter) if engine == "ray"
                                 else LocalPartitions(workers, meter))
-            job = PartsJob(settings, input_path, ranges, part_prefixes(prefixes, len(ranges)))
+            job = PartsJob(settings, source, ranges, part_prefixes(prefixes, len(ranges)))
             summary = preprocess_partitions(job, prefixes, facts, engine_for_parts)
     finally:
         if meter is not None:
@@ -138,9 +135,9 @@ class _Progress:
     """The one progress bar of a run over the whole input (or, with `progress` off, a log line every
     `log_interval` documents)."""
 
-    def __init__(self, path: Path, progress: bool, log_interval: int):
-        total = known_size(path)  # None for compressed JSONL and for Parquet (whose counts are text bytes)
-        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=path.name) if progress else None
+    def __init__(self, source, progress: bool, log_interval: int):
+        total = source.known_size()  # None for compressed JSONL and for Parquet (whose counts are text bytes)
+        self.bar = progress_bar(total=total, unit="B", unit_scale=True, desc=source.path.name) if progress else None
         self.progress, self.log_interval, self.next_log = progress, log_interval, log_interval
         self.start = time.perf_counter()
         self.bytes = 0

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Iterator
 
 from ..common.stop_signals import check_signals, signals_held
-from ..corpus.ranges import input_files
 from ..datasets.indexed import IndexedDataset, IndexedWriter
 from ..datasets.sidecar import FORMAT, sidecar_path, write_sidecar
 
@@ -34,7 +33,7 @@ class RunFacts:
     tokenizer: dict  # `tokenizer_identity` of the tokenizer used
     append_eod: bool
     parse_special_tokens: bool
-    input_path: Path
+    input_files: list[Path]  # what the input was read from (`helpers.corpus.inputs`)
     encoder: str = ""  # the encoder that made the ids, with its version (the bytes are the same with any)
 
     def sidecar(self, key: str, written: Path) -> dict:
@@ -42,7 +41,7 @@ class RunFacts:
         dataset = IndexedDataset(written)
         return {"format": FORMAT, "tokenizer": self.tokenizer, "dtype": dataset.dtype.name,
                 "append_eod": self.append_eod, "parse_special_tokens": self.parse_special_tokens, "json_key": key,
-                "inputs": [{"path": str(file), "bytes": file.stat().st_size} for file in input_files(self.input_path)],
+                "inputs": [{"path": str(file), "bytes": file.stat().st_size} for file in self.input_files],
                 "documents": dataset.document_count, "sequences": len(dataset), "tokens": dataset.num_tokens,
                 "encoder": self.encoder, "created_by": "helpers.preprocess"}
 

@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..common.errors import UserError
 from ..common.files import temporary_name
@@ -34,7 +34,7 @@ class PartsJob:
     files (one prefix per key) each range is encoded into."""
 
     settings: RunSettings
-    path: Path
+    source: Any  # the input (`helpers.corpus.inputs`)
     ranges: list
     parts: list[dict[str, Path]]
 
@@ -63,7 +63,7 @@ def preprocess_partitions(job: PartsJob, prefixes: dict[str, Path], facts: RunFa
     removed, whatever happens."""
     try:
         counts = engine.run_parts(job)
-        summary = require_documents(combine_counts(counts, prefixes, job.settings.dtype), job.path)
+        summary = require_documents(combine_counts(counts, prefixes, job.settings.dtype), job.source.path)
         with datasets_written(prefixes, job.settings.dtype, facts) as writers:
             for key, writer in writers.items():
                 for part in job.parts:
@@ -112,7 +112,7 @@ class LocalPartitions:
             for index, byte_range in enumerate(job.ranges):
                 receiver, sender = context.Pipe(duplex=False)
                 process = context.Process(target=_partition_main, name=f"partition-{index}", args=(
-                    job.settings, job.path, byte_range, job.parts[index], shares[index], counters, index, sender,
+                    job.settings, job.source, byte_range, job.parts[index], shares[index], counters, index, sender,
                     os.getpid() if context.get_start_method() == "fork" else None))
                 receivers.append(receiver)
                 with signals_held():
@@ -184,7 +184,7 @@ def _stop(processes: list) -> None:
             process.join()
 
 
-def _partition_main(settings: RunSettings, path: Path, byte_range: tuple[int, int], prefixes: dict[str, Path],
+def _partition_main(settings: RunSettings, source, byte_range: tuple[int, int], prefixes: dict[str, Path],
                     workers: int, counters, index: int, sender, parent_pid: int | None) -> None:
     """One partition, in its own process: its range into finished part files; sends back its counts, or
     the error that stopped it. Ctrl-C is the parent's to handle; SIGTERM (from the parent) cleans up. It
@@ -198,7 +198,7 @@ def _partition_main(settings: RunSettings, path: Path, byte_range: tuple[int, in
             counters[3 * index:3 * index + 3] = [summary.bytes_read, summary.documents, summary.tokens]
 
         with datasets_written(prefixes, settings.dtype) as writers:
-            summary = encode_range(settings, path, byte_range, writers, workers=workers, report=report)
+            summary = encode_range(settings, source, byte_range, writers, workers=workers, report=report)
         message = ("done", summary)
     except UserError as error:
         message = ("user error", str(error))

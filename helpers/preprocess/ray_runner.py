@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from ..engines.choice import engine_for
 from .outputs import datasets_written
@@ -25,7 +26,7 @@ class PartTask:
     """One byte range of the input and where its part goes: all a Ray task needs, picklable."""
 
     settings: RunSettings
-    path: Path
+    source: Any  # the input (`helpers.corpus.inputs`), named by absolute paths
     byte_range: tuple[int, int | None]
     prefixes: dict[str, Path]
 
@@ -34,7 +35,7 @@ def encode_part(task: PartTask) -> Summary:
     """In a Ray worker: one byte range into finished part files (moved into place only when complete);
     its counts."""
     with datasets_written(task.prefixes, task.settings.dtype) as writers:
-        return encode_range(task.settings, task.path, task.byte_range, writers, workers=1, report=_no_report)
+        return encode_range(task.settings, task.source, task.byte_range, writers, workers=1, report=_no_report)
 
 
 def _no_report(summary: Summary) -> None:
@@ -54,7 +55,7 @@ class RayPartitions:
         self.address, self.local_cpus, self.meter = address, local_cpus, meter
 
     def run_parts(self, job: PartsJob) -> list[Summary]:
-        tasks = [PartTask(job.settings, _absolute(job.path), byte_range,
+        tasks = [PartTask(job.settings, job.source.absolute(), byte_range,
                           {key: _absolute(prefix) for key, prefix in part.items()})
                  for byte_range, part in zip(job.ranges, job.parts)]
         finished: list[Summary] = []

@@ -12,16 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from itertools import chain
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
-from ..corpus.jsonl import BadRecord, is_blank, location, numbered_lines, parse_fields
 from ..corpus.columnar import GroupRef, RowsBatch, read_group
-from ..corpus.ranges import batches
+from ..corpus.ranges import LineBatch
+from ..corpus.records import records as read_records
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
 from ..tokenizers.encoders import encode_flat, fast_tokenizer
@@ -84,22 +83,31 @@ def _init_worker(settings: RunSettings) -> None:
                           fast, special_prefix=os.path.commonprefix(specials))
 
 
-def _encode_batch(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> BatchResult:
+def _encode_batch(task: LineBatch | RowsBatch | GroupRef) -> BatchResult:
     """Parse and encode one batch of raw lines, or of Parquet or Arrow rows, read here when the task only
     names their group (runs in a worker process); the rules for lines and records are
     `helpers.corpus.jsonl`'s, lists of strings allowed as Megatron's tool allows them."""
     return _encode_records(*_parsed(task))
 
 
-def _parsed(task: tuple[str, int, list[bytes]] | RowsBatch | GroupRef) -> tuple[BatchResult, list[dict]]:
+def _parsed(task: LineBatch | RowsBatch | GroupRef) -> tuple[BatchResult, list[dict]]:
     """A batch's good records, and its counts so far (bad records counted or refused, special strings)."""
     settings: RunSettings = _worker.settings
     if isinstance(task, GroupRef):
         task = read_group(task, settings.json_keys)
-    if isinstance(task, RowsBatch):
-        result, records = _rows_records(task, settings)
-    else:
-        result, records = _line_records(task, settings)
+    result = BatchResult(ids={}, lengths={}, lines=0, bytes=0)
+    counts = {"bytes": 0, "blank": 0, "read": 0}
+
+    def bad(number: int, place: int, kind: str, reason: str, where: str) -> None:
+        """Stop on a bad record, or count and remember it when asked to skip them."""
+        if not settings.skip_bad_records:
+            raise UserError(f"{where}: {reason}")
+        result.skipped[kind] += 1
+        if len(result.first_skips) < FIRST_SKIPS:
+            result.first_skips.append(f"{where}: {reason}")
+
+    records = [record for _, _, _, record in read_records(task, settings.json_keys, bad, counts, lists=True)]
+    result.lines, result.bytes, result.blank_lines = counts["read"], counts["bytes"], counts["blank"]
     for record in records:
         result.special_documents += _holds_special_strings(record, settings.json_keys)
     return result, records
@@ -109,50 +117,6 @@ def _encode_records(result: BatchResult, records: list[dict]) -> BatchResult:
     for key in _worker.settings.json_keys:
         _encode_field(result, key, [record[key] for record in records])
     return result
-
-
-def _line_records(task: tuple[str, int, list[bytes]], settings: RunSettings) -> tuple[BatchResult, list[dict]]:
-    """The good records of a batch of JSONL lines, and the batch's counts so far."""
-    source, first_line, lines = task
-    result = BatchResult(ids={}, lengths={}, lines=len(lines), bytes=sum(map(len, lines)))
-    records: list[dict] = []
-    for number, place, line in numbered_lines(lines, first_line):
-        if is_blank(line):
-            result.blank_lines += 1
-            continue
-        try:
-            records.append(parse_fields(line, settings.json_keys, allow_lists=True))
-        except BadRecord as bad:
-            _bad_record(result, f"{location(source, number, place)}: {bad.reason}", bad.kind, settings)
-    return result, records
-
-
-def _rows_records(task: RowsBatch, settings: RunSettings) -> tuple[BatchResult, list[dict]]:
-    """The good rows of a batch of Parquet rows as records, and the batch's counts so far (a null where
-    text belongs is a bad record, as a JSON null is)."""
-    rows = len(task.columns[settings.json_keys[0]])
-    result = BatchResult(ids={}, lengths={}, lines=rows, bytes=0)
-    records: list[dict] = []
-    for index in range(rows):
-        record = {key: task.columns[key][index] for key in settings.json_keys}
-        null = next((key for key, value in record.items()
-                     if value is None or (isinstance(value, list) and None in value)), None)
-        if null is not None:
-            _bad_record(result, f"{task.location(index)}: column '{null}' is null; fix: drop the row or store text "
-                                "(an empty string is an empty document)", "null value", settings)
-            continue
-        result.bytes += sum(len(text.encode("utf-8")) for key in settings.json_keys for text in _texts(record[key]))
-        records.append(record)
-    return result, records
-
-
-def _bad_record(result: BatchResult, where: str, kind: str, settings: RunSettings) -> None:
-    """Stop on a bad record, or count and remember it when asked to skip them."""
-    if not settings.skip_bad_records:
-        raise UserError(where)
-    result.skipped[kind] += 1
-    if len(result.first_skips) < FIRST_SKIPS:
-        result.first_skips.append(where)
 
 
 def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
@@ -301,11 +265,13 @@ def _count_batch(summary: Summary, result: BatchResult, first_key: str) -> None:
     summary.first_skipped.extend(result.first_skips[: max(0, FIRST_SKIPS - len(summary.first_skipped))])
 
 
-def encode_range(settings: RunSettings, path: Path, byte_range: tuple[int, int | None],
+def encode_range(settings: RunSettings, source, byte_range: tuple[int, int | None],
                  writers: dict[str, IndexedWriter], *, workers: int, report: Callable[[Summary], None]) -> Summary:
-    """Encode one byte range of the input into `writers`, calling `report` after each batch; its counts."""
+    """Encode one range of the input `source` (`helpers.corpus.inputs`) into `writers`, calling `report` after
+    each batch; its counts."""
     summary = Summary(outputs={key: str(writer.prefix) for key, writer in writers.items()}, dtype=settings.dtype)
-    with closing(_encoded(settings, batches(path, *byte_range, columns=settings.json_keys, refer=True), workers)) as results:
+    tasks = source.batches(*byte_range, columns=settings.json_keys, refer=True)
+    with closing(_encoded(settings, tasks, workers)) as results:
         for result in results:
             for key, writer in writers.items():
                 writer.add_documents(result.ids[key], result.lengths[key], result.sequence_lengths.get(key))

@@ -1,0 +1,103 @@
+"""Cleaned parts of a columnar input, in its own format: each range's kept rows written as a part file (every
+column as it was, the text replaced only where a step changed it; one output group per input group that keeps a
+row, none for a group left empty), then the parts joined a group at a time, so the joined file is the same for
+any number of parts and either engine. A part holds one group's kept rows at a time (Parquet writes a row group
+whole)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..common.files import written_atomically
+from .columnar import ColumnarFile, open_columnar, pyarrow_module
+
+
+def write_columnar_part(file: Path, start: int, end: int, part: str, *, text_key: str, removed: np.ndarray,
+                        rewrite: Callable[[str], str]) -> tuple[int, int]:
+    """The kept rows of groups `[start, end)` of `file`, every column, into the file `part` in the input's
+    format (written under a name of this process, renamed when complete): one row group (record batch) per
+    input group that keeps a row, with the input's schema, the text column replaced by `rewrite(text)` where
+    that differs. Returns (rows, text bytes) written."""
+    pa = pyarrow_module()
+    source = open_columnar(Path(file))
+    kept = _KeptRows(pa, source.schema, text_key=text_key, removed=removed, rewrite=rewrite)
+    with written_atomically(part, "wb") as handle, _writer(pa, handle, source) as writer:
+        for group in range(start, end):
+            pieces = [kept.of(read) for read in source.reads(group, tuple(source.schema.names))]
+            _write_group(writer, pa.Table.from_batches(pieces, schema=source.schema))
+    return kept.rows, kept.bytes
+
+
+def _writer(pa, sink, source: ColumnarFile):
+    """A writer of `source`'s format and schema: Parquet, or an Arrow stream as `save_to_disk` writes."""
+    if source.kind == "row group":
+        return pa.parquet.ParquetWriter(sink, source.schema)
+    return pa.ipc.new_stream(sink, source.schema)
+
+
+def _write_group(writer, table) -> None:
+    """One table as one row group or record batch (none when empty), its columns in one chunk each so that
+    the encoding does not depend on how the rows were read."""
+    if not table.num_rows:
+        return
+    if hasattr(writer, "write_batch"):  # an Arrow stream
+        writer.write_table(table.combine_chunks())
+    else:
+        writer.write_table(table.combine_chunks(), row_group_size=table.num_rows)
+
+
+class _KeptRows:
+    """Filters record batches read in order: drops null texts (bad records) and removed rows, rewrites texts."""
+
+    def __init__(self, pa, schema, text_key: str, removed: np.ndarray, rewrite: Callable[[str], str]):
+        self.pa, self.schema, self.text_key, self.removed, self.rewrite = pa, schema, text_key, removed, rewrite
+        self.column = schema.get_field_index(text_key)
+        self.position = 0  # of the next good row, in the range
+        self.rows = self.bytes = 0
+
+    def of(self, read):
+        """The kept rows of `read`, the text changed where `rewrite` changes it."""
+        keep, texts, changed = [], [], False
+        for text in read.column(self.column).to_pylist():
+            if text is None:
+                keep.append(False)
+                continue
+            keep.append(not self.removed[self.position])
+            self.position += 1
+            if keep[-1]:
+                new = self.rewrite(text)
+                changed = changed or new != text
+                texts.append(new)
+                self.bytes += len(new.encode("utf-8"))
+        chosen = read.filter(self.pa.array(keep, self.pa.bool_()))
+        self.rows += chosen.num_rows
+        if changed:
+            field = self.schema.field(self.column)
+            chosen = chosen.set_column(self.column, field, self.pa.array(texts, field.type))
+        return chosen
+
+
+def join_columnar_parts(parts: list[Path], joined: Path, source: Path) -> None:
+    """The parts' groups, in order, into one file with `source`'s format and schema, a group at a time."""
+    pa = pyarrow_module()
+    opened = open_columnar(source)
+    with open(joined, "wb") as sink, _writer(pa, sink, opened) as writer:
+        for part in parts:
+            for group in _part_groups(pa, part, opened):
+                _write_group(writer, group)
+            part.unlink()
+
+
+def _part_groups(pa, part: Path, source: ColumnarFile) -> Iterator:
+    """The groups of a part file (written in `source`'s format), one table at a time."""
+    if source.kind == "row group":
+        with pa.parquet.ParquetFile(part) as written:
+            for group in range(written.num_row_groups):
+                yield written.read_row_group(group, use_threads=False)
+        return
+    with pa.memory_map(str(part)) as stream:
+        for batch in pa.ipc.open_stream(stream):
+            yield pa.Table.from_batches([batch], schema=source.schema)
