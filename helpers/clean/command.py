@@ -32,21 +32,23 @@ texts). Steps, always in this order:
   character n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact
   Jaccard.
 
-Each input is cut into contiguous ranges (`--parts`, default one per worker): bytes cut at line ends, or
-Parquet row groups (`helpers.clean.parquet`: the first passes read only the text and `id` columns); every
-pass runs over the ranges (in worker processes, or as Ray tasks with `--engine ray`) and returns digests
-or counts, never texts (the fuzzy pass writes band keys to hidden files, read a band at a time within
-`--memory-limit`: `helpers.clean.band_files`), so memory stays bounded; the decisions are taken once, by this process,
-in input order; the last pass writes each range's kept records into a part file, and the parts are joined
-in order. So the output does not depend on the engine or on the number of parts. A bad record (for
-Parquet, a null text) stops the run with one line naming file and line, or row and row group (or, with
-`--skip-bad-records`, is skipped, and listed in `removed.jsonl`). Outputs move into place together when all
-are complete; a failed, interrupted or terminated run leaves none.
+Each step is one class on one interface (`helpers.clean.step`): normalising is a formatter, the three
+removals are dedup steps (`helpers.clean.formatters`, `helpers.clean.dedup`, `helpers.clean.fuzzy`), in the
+order `helpers.clean.plan` gives. Each input is read through `helpers.corpus.inputs` and cut into contiguous
+ranges (`--parts`, default one per worker): bytes cut at line ends, or Parquet row groups (the first passes
+read only the text and `id` columns: `helpers.clean.parquet`); every pass runs over the ranges (in worker
+processes, or as Ray tasks with `--engine ray`), applies the formatters and filters in force to each record
+still kept, and returns their verdicts and a dedup step's digests or counts, never texts (the fuzzy pass writes
+band keys to hidden files, read a band at a time within `--memory-limit`: `helpers.clean.band_files`), so memory
+stays bounded; the decisions are taken once, by this process, in input order; the last pass writes each range's
+kept records into a part file, and the parts are joined in order. So the output does not depend on the engine
+or on the number of parts. A bad record (for Parquet, a null text) stops the run with one line naming file and
+line, or row and row group (or, with `--skip-bad-records`, is skipped, and listed in `removed.jsonl`). Outputs
+move into place together when all are complete; a failed, interrupted or terminated run leaves none.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import time
@@ -63,15 +65,15 @@ from ..corpus.columnar import SAVED_STATE
 from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
-from .band_files import BandKeys, band_budget, band_paths, parse_size
-from .lsh import check_bands, check_threshold, choose_bands, cluster, s_curve_points
+from .band_files import band_paths, parse_size
+from .lsh import check_bands, check_threshold
 from .parquet import read_columns, saved_folder, saved_state
-from .passes import CleanSettings, RangeTask, apply_lines, count_lines, scan, shingle_sets, write_part
-from .report import STEPS, Documents, removed_lines, step_table, summary_lines
-from .shingles import sets_jaccard
+from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
+from .plan import steps_of
+from .report import Documents, removed_lines, step_table, summary_lines
+from .step import DocumentStep
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
-TOP_LINES = 10
 
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
@@ -79,9 +81,11 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           ngram: int = 5, num_perm: int = 128, bands: int | None = None, rows: int | None = None, workers: int = 1,
           parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
-          memory_limit: int | str = "2GB", progress: bool = True) -> dict:
+          memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
-    (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`)."""
+    (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
+    `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
+    formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
@@ -90,8 +94,9 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              skip_bad_records=skip_bad_records,
                              memory_limit=parse_size(memory_limit) if isinstance(memory_limit, str) else memory_limit)
     parts = parts or workers
+    steps = steps_of(settings) if steps is None else list(steps)
     sources = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
-                             ray_address=ray_address)
+                             ray_address=ray_address, steps=steps)
     paths = [source.path for source in sources]
     columns = [read_columns(source, text_key) if source.columnar else () for source in sources]  # refuses a bad one
     out.mkdir(parents=True, exist_ok=True)
@@ -100,7 +105,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
         (out / name).parent.mkdir(exist_ok=True)  # a saved dataset's folder
         remove_stale_temporaries(out / name)
     run = _Run(settings=settings, tasks=_tasks(sources, columns, parts), sources=sources, outputs=outputs, out=out,
-               progress=progress)
+               progress=progress, steps=steps)
     started = time.perf_counter()
     try:
         with engine_for(engine, workers, ray_address) as runner:
@@ -123,11 +128,15 @@ def _tasks(sources: list, columns: list[tuple[str, ...]], parts: int) -> list[Ra
 
 
 def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
-                   engine: str, ray_address: str | None) -> list:
+                   engine: str, ray_address: str | None, steps: list) -> list:
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
     stand for (`helpers.corpus.inputs`)."""
-    if not (settings.normalize or settings.exact or settings.lines or settings.fuzzy):
+    if not steps:
         raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
+    step_names = [step.name for step in steps]
+    for name in sorted({name for name in step_names if step_names.count(name) > 1}):
+        raise UserError(f"two steps named '{name}' (removed.jsonl and the report name steps); fix: run each once, "
+                        "or give one another name")
     check_engine_flags(engine, workers, ray_address, ("--parts", parts))
     check_threshold(settings.threshold)
     check_bands(settings.bands, settings.rows, settings.num_perm)
@@ -179,16 +188,24 @@ def _saved_metadata(paths: list[Path]) -> dict[str, tuple[Path, list[Path]]]:
 
 
 class _Run:
-    """One cleaning run: its passes, its decisions between them, and its outputs."""
+    """One cleaning run: its steps in order (`helpers.clean.plan`), the passes they need, the decisions between
+    them, and its outputs. Dedup steps call `collect` for their passes and `remove` for their decisions."""
 
     def __init__(self, settings: CleanSettings, tasks: list[RangeTask], sources: list, outputs: list[str],
-                 out: Path, progress: bool):
+                 out: Path, progress: bool, steps: list):
         self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
         self.sources, self.outputs = sources, outputs  # the input files, their outputs' names
         self.paths = [source.path for source in sources]
         self.names = [output_name(path) if saved_folder(path) else path.name for path in self.paths]  # in reports
         self.parquet = [source.group_word for source in sources]  # what a group of each is called; None for JSONL
         self.sizes = [task.source.range_size(task.start, task.end) for task in tasks]  # for the progress bars
+        self.steps = steps
+        self.chain: list[DocumentStep] = []  # the document steps in force
+        self.decided: set[str] = set()  # the document steps whose verdicts are recorded
+        self.notes: dict[str, dict] = {}  # what each document step noted, over every range
+        self.documents: Documents | None = None
+        self.offsets = np.zeros(1, np.int64)
+        self.scans: list[Scan] = []
         self.seconds: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
@@ -200,44 +217,130 @@ class _Run:
             for written in path.parent.glob(f"{path.name}*"):
                 written.unlink(missing_ok=True)
 
-    def _pass(self, runner, name: str, jobs: list[tuple], documents: int | None = None) -> list:
+    def hidden_files(self, name: str, count: int | None = None) -> list[str]:
+        """Paths of hidden files of the run beside `removed.jsonl` (`count` numbered ones, else one), removed
+        with its temporaries."""
+        base = temporary_name(self.out / REMOVED, name)
+        paths = [str(base)] if count is None else band_paths(base, count)
+        self.temporaries.extend(Path(path) for path in paths)
+        return paths
+
+    def chain_names(self) -> list[str]:
+        return [step.name for step in self.chain]
+
+    def timed(self, name: str, seconds: float, documents: int) -> None:
+        """A driver's decision's time and rate, for the report."""
+        self.seconds[name] = seconds
+        self.rates[name] = documents / max(seconds, 1e-9)
+
+    def _pass(self, name: str, jobs: list[tuple], documents: int | None = None) -> list:
         """Run one pass over every range, with a progress bar in bytes; its time goes in the report."""
         sizes = self.sizes
         start = time.perf_counter()
         with progress_bar(total=sum(sizes), unit="B", unit_scale=True, desc=f"clean: {name}",
                           disable=not self.progress) as bar:
-            results = runner.map(jobs, lambda index, _: bar.update(sizes[index]))
+            results = self.runner.map(jobs, lambda index, _: bar.update(sizes[index]))
         self.seconds[name] = time.perf_counter() - start
         self.rates[name] = (documents if documents is not None else 0) / max(self.seconds[name], 1e-9)
         check_signals()
         return results
 
+    def collect(self, name: str, collectors: list, documents: int | None = None) -> list:
+        """One pass of a dedup step over every range (the run's first pass is the scan, named so): the
+        document steps in force applied to the records still kept, each range's into its collector; what they
+        gathered, per range."""
+        chain = list(self.chain)
+        if self.documents is None:
+            passed = self._pass("scan", [(scan, task, self.settings, chain, collector)
+                                         for task, collector in zip(self.tasks, collectors)])
+            self._read(passed)
+        else:
+            passed = self._pass(name, [(collect, task, self.settings, chain, mask, collector)
+                                       for task, mask, collector in zip(self.tasks, self._masks(), collectors)],
+                                int(self.documents.alive().sum()) if documents is None else documents)
+            self._record(chain, passed)
+        return [result.collected for result in passed]
+
+    def read(self) -> None:
+        """Make the first pass now (the scan, with the document steps in force) if none has run yet."""
+        if self.documents is None:
+            self.collect("scan", [None] * len(self.tasks))
+
+    def _read(self, passed: list) -> None:
+        """The run's table of good records from the first pass, and its document steps' verdicts."""
+        self.scans = [result.scan for result in passed]
+        counts = [len(s.lines) for s in self.scans]
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.documents = Documents(
+            input_index=np.repeat([task.input_index for task in self.tasks], counts).astype(np.int64),
+            lines=np.concatenate([s.lines for s in self.scans]), places=np.concatenate([s.places for s in self.scans]),
+            ids=[identifier for s in self.scans for identifier in s.ids],
+            raw_bytes=np.concatenate([s.raw_bytes for s in self.scans]), steps=[step.name for step in self.steps])
+        self.rates["scan"] = len(self.documents) / max(self.seconds["scan"], 1e-9)
+        self._record(list(self.chain), passed)
+
+    def _record(self, chain: list[DocumentStep], passed: list) -> None:
+        """The verdicts of the document steps of `chain` not recorded yet: the bytes each leaves, and the records
+        each drops (the first pass that applies a step decides for it; later passes apply it again, alike)."""
+        documents = self.documents
+        for j, step in enumerate(chain):
+            if step.name in self.decided:
+                continue
+            self.decided.add(step.name)
+            alive = documents.alive()
+            after = np.concatenate([np.array(result.verdicts.bytes_after[j], np.int64) for result in passed])
+            documents.bytes_after[step.name] = np.where(alive, after, documents.bytes_before(step.name))
+            gone = np.concatenate([np.array(result.verdicts.gone_at, np.int64) == j for result in passed])
+            for k, result in enumerate(passed):
+                for position, reason in result.verdicts.reasons.items():
+                    if gone[self.offsets[k] + position]:
+                        documents.reasons[int(self.offsets[k] + position)] = reason
+            documents.remove(gone & alive, step.name)
+            notes = self.notes.setdefault(step.name, {})
+            for result in passed:
+                for key, value in result.verdicts.notes[j].items():
+                    if isinstance(value, dict):
+                        for item, text in value.items():
+                            notes.setdefault(key, {}).setdefault(item, text)
+                    else:
+                        notes[key] = notes.get(key, 0) + value
+
+    def remove(self, indices: np.ndarray, step: str, *, duplicate_of: np.ndarray, similarity=None) -> None:
+        """A dedup step's decision: the records at run `indices` go, duplicates of `duplicate_of`."""
+        documents = self.documents
+        documents.duplicate_of[indices] = duplicate_of
+        if similarity is not None:
+            documents.similarity[indices] = similarity
+        mask = np.zeros(len(documents), bool)
+        mask[indices] = True
+        documents.remove(mask, step)
+
+    def _masks(self) -> list[np.ndarray]:
+        """Per range, which of its records are already removed."""
+        removed = ~self.documents.alive()
+        return [removed[self.offsets[k]:self.offsets[k + 1]] for k in range(len(self.tasks))]
+
     def execute(self, runner) -> dict:
-        """Every pass and decision, then the outputs moved into place; the report."""
+        """Every step in order, its passes and decisions, then the outputs moved into place; the report."""
+        self.runner = runner
         settings, tasks = self.settings, self.tasks
-        scans = self._pass(runner, "scan", [(scan, task, settings) for task in tasks])
-        documents, offsets = self._documents(scans)
-        self.rates["scan"] = len(documents) / max(self.seconds["scan"], 1e-9)
-        if settings.fuzzy:  # a limit too small for this many documents is refused before anything is signed
-            band_budget(settings.memory_limit, len(documents))
-        if settings.normalize:
-            documents.remove(np.concatenate([s.empty_after_normalize for s in scans]), "normalize")
-        if settings.exact:
-            self._exact(documents, np.concatenate([s.digests for s in scans]))
-        repeated, line_report = frozenset(), None
-        if settings.lines:
-            repeated, top, line_report = self._repeated_lines(runner, documents, offsets)
-        if settings.lines or settings.fuzzy:
-            self._apply(runner=runner, documents=documents, offsets=offsets, repeated=repeated,
-                        wanted=top if settings.lines else frozenset(), line_report=line_report)
-        fuzzy_report = self._fuzzy(runner, documents, offsets, repeated) if settings.fuzzy else None
-        self._write(runner, documents, offsets, repeated)
+        for step in self.steps:
+            if isinstance(step, DocumentStep):
+                self.chain.append(step)
+                continue
+            step.run(self)
+            if step.then is not None:
+                self.chain.append(step.then)
+        self.read()  # without a dedup step, the first pass reads and applies the document steps
+        self._write()
+        scans, documents = self.scans, self.documents
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]
                for index in range(len(self.names))]
         removed = removed_lines(documents, self.names, bad, self.parquet)
         file_bytes = [sum(s.input_bytes for s, task in zip(scans, tasks) if task.input_index == index)
                       for index in range(len(self.names))]
-        steps = [step for step in STEPS if getattr(settings, step)]
+        steps = [step.name for step in self.steps]
+        sections = {step.name: step.report(self) for step in self.steps if hasattr(step, "report")}
         report = {"output_dir": str(self.out), "settings": {
                       "steps": steps, "threshold": settings.threshold, "line_min_count": settings.line_min_count,
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
@@ -247,176 +350,20 @@ class _Run:
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
                                        file_bytes=file_bytes, steps=steps),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
-                  "lines": line_report, "fuzzy": fuzzy_report,
+                  "lines": sections.get("lines"), "fuzzy": sections.get("fuzzy"),
                   "seconds": self.seconds, "documents_per_second": self.rates}
         self._commit(removed)
         return report
 
-    def _documents(self, scans: list) -> tuple[Documents, np.ndarray]:
-        """The run's table of good records, and where each range's records start in it."""
-        counts = [len(s.lines) for s in scans]
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        total = int(offsets[-1])
-        after_normalize = np.concatenate([s.bytes_after_normalize for s in scans])  # every input has a range
-        documents = Documents(
-            input_index=np.repeat([task.input_index for task in self.tasks], counts).astype(np.int64),
-            lines=np.concatenate([s.lines for s in scans]), places=np.concatenate([s.places for s in scans]),
-            ids=[identifier for s in scans for identifier in s.ids],
-            raw_bytes=np.concatenate([s.raw_bytes for s in scans]), bytes_after_normalize=after_normalize,
-            bytes_after_lines=after_normalize.copy(), removed_by=np.zeros(total, np.int8),
-            duplicate_of=np.full(total, -1, np.int64), similarity=np.full(total, np.nan),
-            lines_dropped=np.zeros(total, np.int64))
-        return documents, offsets
-
-    def _exact(self, documents: Documents, digests: np.ndarray) -> None:
-        """Of each set of records with the same digest, all but the first (in run order) go."""
-        start = time.perf_counter()
-        alive = np.flatnonzero(documents.alive())
-        keys = np.ascontiguousarray(digests[alive]).view(np.dtype((np.void, 16))).ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        original = alive[first[inverse.ravel()]]
-        duplicate = original != alive
-        documents.duplicate_of[alive[duplicate]] = original[duplicate]
-        mask = np.zeros(len(documents), bool)
-        mask[alive[duplicate]] = True
-        documents.remove(mask, "exact")
-        self.seconds["exact"] = time.perf_counter() - start
-        self.rates["exact"] = len(alive) / max(self.seconds["exact"], 1e-9)
-
-    def _masks(self, documents: Documents, offsets: np.ndarray) -> list[np.ndarray]:
-        """Per range, which of its records are already removed."""
-        removed = ~documents.alive()
-        return [removed[offsets[k]:offsets[k + 1]] for k in range(len(self.tasks))]
-
-    def _repeated_lines(self, runner, documents: Documents, offsets: np.ndarray):
-        """Count each line over the documents still kept; the keys held by enough documents, the keys of
-        the most repeated lines, and the report's line section."""
-        masks = self._masks(documents, offsets)
-        results = self._pass(runner, "lines", [(count_lines, task, self.settings, mask)
-                                               for task, mask in zip(self.tasks, masks)],
-                             int(documents.alive().sum()))
-        keys = np.concatenate([keys for keys, _ in results])
-        counts = np.concatenate([counts for _, counts in results])
-        unique, where = np.unique(keys, return_inverse=True)
-        totals = np.bincount(where.ravel(), weights=counts, minlength=len(unique)).astype(np.int64)
-        repeated = frozenset(unique[totals >= self.settings.line_min_count].tolist())
-        order = np.argsort(-totals, kind="stable")[:TOP_LINES]
-        top = {int(unique[i]): int(totals[i]) for i in order}
-        report = {"min_count": self.settings.line_min_count, "min_chars": self.settings.line_min_chars,
-                  "distinct_lines_counted": int(len(unique)), "repeated_lines": len(repeated), "top": top}
-        return repeated, frozenset(top), report
-
-    def _apply(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset, wanted: frozenset,
-               line_report: dict | None) -> None:
-        """Drop repeated lines (records left empty go) and compute the fuzzy signatures."""
-        masks = self._masks(documents, offsets)
-        name = "signatures" if not self.settings.lines else ("lines+signatures" if self.settings.fuzzy else "drop lines")
-        key_files = self._key_files()
-        results = self._pass(runner, name, [
-            (apply_lines, task, self.settings, mask, repeated, wanted, None if paths is None else (*self.bands, paths))
-            for task, mask, paths in zip(self.tasks, masks, key_files)], int(documents.alive().sum()))
-        alive = documents.alive()
-        after = np.concatenate([r.bytes_after_lines for r in results])
-        documents.bytes_after_lines[alive] = after[alive]
-        documents.lines_dropped = np.concatenate([r.lines_dropped for r in results])
-        if self.settings.lines:
-            documents.remove(np.concatenate([r.emptied for r in results]), "lines")
-            texts = {}
-            for result in results:
-                for key, text in result.line_texts.items():
-                    texts.setdefault(key, text)
-            line_report["top"] = [{"line": texts.get(key, ""), "documents": count,
-                                   "removed": count >= self.settings.line_min_count}
-                                  for key, count in line_report["top"].items()]
-            line_report["lines_dropped"] = int(documents.lines_dropped.sum())
-        if self.settings.fuzzy:
-            self._signed = (np.concatenate([offsets[k] + r.signature_rows for k, r in enumerate(results)]),
-                            BandKeys(key_files, [len(r.signature_rows) for r in results]))
-
-    @functools.cached_property
-    def bands(self) -> tuple[int, int]:
-        """The LSH bands and rows of this run: given, or chosen for recall at the threshold."""
-        settings = self.settings
-        return (choose_bands(settings.threshold, settings.num_perm) if settings.bands is None
-                else (settings.bands, settings.rows))
-
-    def _key_files(self) -> list:
-        """Per range, the hidden files its worker writes its band keys to (None each without --fuzzy)."""
-        if not self.settings.fuzzy:
-            return [None] * len(self.tasks)
-        files = [band_paths(temporary_name(self.out / REMOVED, f"keys{task.index}"), self.bands[0])
-                 for task in self.tasks]
-        self.temporaries.extend(Path(path) for paths in files for path in paths)
-        return files
-
-    def _fuzzy(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> dict:
-        """Group near-duplicates: LSH buckets, each member verified exactly against its bucket's
-        representatives (`helpers.clean.lsh`), union-find; all but each group's first go."""
-        start = time.perf_counter()
-        rows, keys = self._signed
-        settings = self.settings
-        chosen = settings.bands is None
-        bands, rows_per_band = self.bands
-        budget = band_budget(settings.memory_limit, len(documents))
-        in_bucket = np.zeros(len(rows), bool)
-        for members in keys.buckets(bands, budget):
-            in_bucket[members] = True
-        self.seconds["fuzzy lsh"] = time.perf_counter() - start
-        sets = self._shingle_sets(runner, documents, offsets, repeated=repeated, wanted=rows[in_bucket])
-        start = time.perf_counter()
-        checked_with = np.full(len(rows), -1, np.int64)  # each document's last check: with whom, and its value
-        checked_value = np.zeros(len(rows), np.float64)
-
-        def similar(first: int, second: int) -> bool:
-            checked_with[first], checked_value[first] = second, sets.jaccard(rows[first], rows[second])
-            return checked_value[first] >= settings.threshold
-
-        found = cluster(len(rows), keys.buckets(bands, budget), similar)
-        roots = found.roots
-        duplicate = roots != np.arange(len(rows))
-        documents.duplicate_of[rows[duplicate]] = rows[roots[duplicate]]
-        documents.similarity[rows[duplicate]] = [  # the check that joined most copies was with the kept one
-            float(checked_value[i]) if checked_with[i] == roots[i] else sets.jaccard(rows[i], rows[roots[i]])
-            for i in np.flatnonzero(duplicate).tolist()]
-        mask = np.zeros(len(documents), bool)
-        mask[rows[duplicate]] = True
-        documents.remove(mask, "fuzzy")
-        sets.close()
-        keys.remove()
-        self.seconds["fuzzy lsh"] += time.perf_counter() - start
-        self.rates["fuzzy lsh"] = len(rows) / max(self.seconds["fuzzy lsh"], 1e-9)
-        return {"threshold": settings.threshold, "ngram": settings.ngram, "num_perm": settings.num_perm,
-                "bands": bands, "rows": rows_per_band,
-                "bands_from": "chosen for recall at the threshold" if chosen else "--bands and --rows",
-                "candidate_probability": s_curve_points(settings.threshold, bands, rows_per_band),
-                "documents_signed": int(len(rows)), "candidate_documents": int(in_bucket.sum()),
-                "memory_limit_bytes": settings.memory_limit, "band_slices": keys.slices(budget),
-                "buckets": found.buckets, "candidate_pairs": found.bucket_pairs, "comparisons": found.comparisons,
-                "verified_pairs": found.joins, "most_representatives": found.most_representatives,
-                "over_representative_cap": found.over_cap, "groups": int(len(np.unique(roots[duplicate]))),
-                "group_sizes": group_sizes(roots),
-                "removed": int(duplicate.sum())}
-
-    def _shingle_sets(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset,
-                      wanted: np.ndarray) -> "_ShingleSets":
-        """The distinct shingles of the documents `wanted` (run indices), written by each range's worker
-        to a hidden file of its own and read from there, memory-mapped, as the check needs them."""
-        flags = np.zeros(len(documents), bool)
-        flags[wanted] = True
-        files = [temporary_name(self.out / REMOVED, f"shingles{task.index}") for task in self.tasks]
-        self.temporaries.extend(files)
-        results = self._pass(runner, "shingle sets", [
-            (shingle_sets, task, self.settings, flags[offsets[k]:offsets[k + 1]], repeated, str(file))
-            for k, (task, file) in enumerate(zip(self.tasks, files))], int(len(wanted)))
-        return _ShingleSets(len(documents), offsets, files, results)
-    def _write(self, runner, documents: Documents, offsets: np.ndarray, repeated: frozenset) -> None:
+    def _write(self) -> None:
         """Write every range's kept records into a part file, then join each input's parts in order."""
-        masks = self._masks(documents, offsets)
+        chain = list(self.chain)
         parts = [temporary_name(self.out / self.outputs[task.input_index], f"part{task.index}") for task in self.tasks]
         self.temporaries.extend(parts)  # and each worker's `{part}.tmp-{pid}` while it writes
-        self._pass(runner, "write", [(write_part, task, self.settings, mask, repeated, str(part))
-                                     for task, mask, part in zip(self.tasks, masks,
-                                                                 parts)], int(documents.alive().sum()))
+        passed = self._pass("write", [(write_part, task, self.settings, chain, mask, str(part))
+                                      for task, mask, part in zip(self.tasks, self._masks(), parts)],
+                            int(self.documents.alive().sum()))
+        self._record(chain, passed)
         for index, name in enumerate(self.outputs):
             joined = temporary_name(self.out / name)
             self.temporaries.append(joined)
@@ -451,40 +398,6 @@ class _Run:
             for name in [*self.outputs, *self.metadata]:
                 os.replace(temporary_name(self.out / name), self.out / name)
             os.replace(listing, self.out / REMOVED)
-
-
-class _ShingleSets:
-    """The shingle sets one pass wrote, one file per range, memory-mapped: a document's set by run index."""
-
-    def __init__(self, count: int, offsets: np.ndarray, files: list[Path], results: list):
-        self.files = files
-        self.maps = [np.asarray(np.memmap(file, dtype=np.uint64, mode="r")) if file.stat().st_size  # plain views:
-                     else np.zeros(0, np.uint64) for file in files]  # a memmap's slices cost 3 us each
-        self.part = np.full(count, -1, np.int64)
-        self.start = np.zeros(count, np.int64)
-        self.end = np.zeros(count, np.int64)
-        for k, (positions, set_offsets) in enumerate(results):
-            where = offsets[k] + positions
-            self.part[where], self.start[where], self.end[where] = k, set_offsets[:-1], set_offsets[1:]
-
-    def of(self, document: int) -> np.ndarray:
-        return self.maps[self.part[document]][self.start[document]:self.end[document]]
-
-    def jaccard(self, first: int, second: int) -> float:
-        """The exact Jaccard similarity of two documents' shingle sets."""
-        return sets_jaccard(self.of(first), self.of(second))
-
-    def close(self) -> None:
-        self.maps = []
-        for file in self.files:
-            file.unlink(missing_ok=True)
-
-
-def group_sizes(roots: np.ndarray) -> dict[str, int]:
-    """How many groups of near-duplicates have each size (the kept document counted), smallest size first."""
-    members = np.bincount(roots, minlength=len(roots))
-    sizes, groups = np.unique(members[members >= 2], return_counts=True)
-    return {str(int(size)): int(count) for size, count in zip(sizes, groups)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,26 +1,19 @@
-"""The passes of `helpers.clean` over one range of one input (bytes of a JSONL file, row groups of a
-Parquet file: `helpers.clean.parquet`), run in worker processes or as Ray tasks: each reads its range
-again, finds the same good records in the same order, and returns small arrays (digests, counts; the
-fuzzy pass writes its band keys to files, `helpers.clean.band_files`), never texts, so memory stays bounded
-whatever the corpus size.
-Decisions between passes (which documents go) are the driver's; a pass only applies them."""
+"""The passes of `helpers.clean` over one range of one input (`helpers.corpus.inputs`), run in worker processes
+or as Ray tasks: each reads its range again, finds the same good records in the same order, applies the document
+steps in force (`helpers.clean.step`) to each one still kept, and hands the text they leave to the pass's collector
+(a dedup step's) or writes it out. A pass returns small arrays (the steps' verdicts, what the collector gathered),
+never texts, so memory stays bounded whatever the corpus size. Decisions between passes are the driver's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..common.errors import UserError
-from ..common.files import written_atomically
 from ..corpus.records import records
-from .band_files import KeyWriter
-from .lsh import all_band_keys
-from .shingles import distinct_shingles, signatures
-from .text_keys import drop_lines, exact_digest, is_empty, line_keys, normalize_text
-
-SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
+from .step import Collector, DocumentStep
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +56,37 @@ class RangeTask:
 
 
 @dataclass
+class Verdicts:
+    """What the document steps in force did to the records of a range a pass read: the text's UTF-8 bytes after
+    each step (0 where a record did not reach it), the step that dropped a record (-1: none) and why, and what
+    each step noted (`helpers.clean.step`)."""
+
+    bytes_after: list[list[int]]  # per step, per record
+    gone_at: list[int]
+    reasons: dict[int, str]
+    notes: list[dict]
+
+    @classmethod
+    def empty(cls, steps: int) -> "Verdicts":
+        return cls([[] for _ in range(steps)], [], {}, [{} for _ in range(steps)])
+
+    def applied(self, chain: list[DocumentStep], position: int, text: str | None) -> str | None:
+        """The record at `position` through the steps (None: removed before the pass, or dropped by one)."""
+        gone = -1
+        for j, step in enumerate(chain):
+            if text is not None:
+                text, reason = step.apply(text, self.notes[j])
+                self.bytes_after[j].append(len(text.encode("utf-8")))
+                if reason is not None:
+                    gone, text = j, None
+                    self.reasons[position] = reason
+            else:
+                self.bytes_after[j].append(0)
+        self.gone_at.append(gone)
+        return text
+
+
+@dataclass
 class Scan:
     """What the first pass found in one range: one entry per good record, in order."""
 
@@ -70,23 +94,20 @@ class Scan:
     places: np.ndarray  # places in the line (bare CRs); for Parquet, row group numbers
     ids: list
     raw_bytes: np.ndarray
-    bytes_after_normalize: np.ndarray
-    empty_after_normalize: np.ndarray
-    digests: np.ndarray | None
     bad: list  # (line, place, kind, reason); for Parquet (row, row group, kind, reason)
     blank_lines: int
     input_bytes: int  # the file's bytes read; for Parquet, the UTF-8 bytes of its texts
 
 
 @dataclass
-class Applied:
-    """What the line-removal and signature pass found: per good record of the range (removed ones 0)."""
+class Passed:
+    """What one pass over one range returns: the verdicts, what its collector gathered, and, for the first
+    pass, the scan; for the last, the records and bytes written."""
 
-    bytes_after_lines: np.ndarray
-    lines_dropped: np.ndarray
-    emptied: np.ndarray
-    signature_rows: np.ndarray  # positions in the range of the documents signed (their keys are in the band files)
-    line_texts: dict
+    verdicts: Verdicts
+    collected: Any = None
+    scan: Scan | None = None
+    written: tuple[int, int] = field(default=(0, 0))
 
 
 def _record_id(record: dict):
@@ -100,165 +121,72 @@ def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
     input (row, group, None, record of the columns read). A bad record raises a `UserError` naming where it is,
     unless `skip_bad_records`: then it goes into `bad` (when given)."""
     counts = counts if counts is not None else {"bytes": 0, "blank": 0}
+    for batch in task.source.batches(task.start, task.end, task.columns):
+        yield from records(batch, (settings.text_key,), _bad_records(settings, bad), counts, whole=True)
 
+
+def _bad_records(settings: CleanSettings, bad: list | None):
+    """What a pass does with a bad record: stop, naming it, or (skipping them) list it in `bad` when given."""
     def refused(number: int, place: int, kind: str, reason: str, where: str) -> None:
         if not settings.skip_bad_records:
             raise UserError(f"{where}: {reason}")
         if bad is not None:
             bad.append((number, place, kind, reason))
-
-    for batch in task.source.batches(task.start, task.end, task.columns):
-        yield from records(batch, (settings.text_key,), refused, counts, whole=True)
+    return refused
 
 
-def _base_text(text: str, settings: CleanSettings) -> str:
-    return normalize_text(text) if settings.normalize else text
-
-
-def scan(task: RangeTask, settings: CleanSettings) -> Scan:
-    """Pass 1: every good record's place, id, sizes before and after normalising, and exact digest."""
+def scan(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], collector: Collector | None) -> Passed:
+    """The first pass: every good record's place, id and size, the document steps' verdicts, and what
+    `collector` (the first dedup step's, if any) gathers."""
     bad: list = []
     counts = {"bytes": 0, "blank": 0}
-    lines, places, ids, raw_bytes, normal_bytes, empty, digests = [], [], [], [], [], [], []
-    for number, place, _, record in _records(task, settings, bad, counts):
-        text = record[settings.text_key]
-        base = _base_text(text, settings)
-        lines.append(number), places.append(place), ids.append(_record_id(record))
-        raw_bytes.append(len(text.encode("utf-8")))
-        normal_bytes.append(len(base.encode("utf-8")) if settings.normalize else raw_bytes[-1])
-        empty.append(settings.normalize and is_empty(base))
-        if settings.exact:
-            digests.append(exact_digest(base))
-    digest_array = (np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16) if settings.exact else None)
-    return Scan(lines=np.array(lines, np.int64), places=np.array(places, np.int32), ids=ids,
-                raw_bytes=np.array(raw_bytes, np.int64),
-                bytes_after_normalize=np.array(normal_bytes, np.int64), empty_after_normalize=np.array(empty, bool),
-                digests=digest_array, bad=bad, blank_lines=counts["blank"], input_bytes=counts["bytes"])
+    lines, places, ids, raw_bytes = [], [], [], []
+    verdicts = Verdicts.empty(len(chain))
+    with collector or Collector() as gathering:
+        for position, (number, place, _, record) in enumerate(_records(task, settings, bad, counts)):
+            text = record[settings.text_key]
+            lines.append(number), places.append(place), ids.append(_record_id(record))
+            raw_bytes.append(len(text.encode("utf-8")))
+            text = verdicts.applied(chain, position, text)
+            if text is not None and collector is not None:
+                gathering.add(position, text)
+        collected = gathering.result() if collector is not None else None
+    found = Scan(lines=np.array(lines, np.int64), places=np.array(places, np.int32), ids=ids,
+                 raw_bytes=np.array(raw_bytes, np.int64), bad=bad, blank_lines=counts["blank"],
+                 input_bytes=counts["bytes"])
+    return Passed(verdicts, collected, scan=found)
 
 
-def count_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pass 2 (`--lines`): over the documents still kept, each distinct countable line's key and the number
-    of documents holding it."""
-    keys: list[int] = []
-    for position, (_, _, _, record) in enumerate(_records(task, settings)):
-        if not removed[position]:
-            keys.extend(line_keys(_base_text(record[settings.text_key], settings), settings.line_min_chars))
-    unique, counts = np.unique(np.array(keys, dtype=np.uint64), return_counts=True)
-    return unique, counts.astype(np.int64)
-
-
-def cleaned_text(text: str, settings: CleanSettings, repeated: frozenset, wanted: frozenset = frozenset(),
-                 found: dict | None = None) -> tuple[str, int]:
-    """A kept document's text as written out: normalised (`--normalize`), repeated lines dropped
-    (`--lines`); and the number of lines dropped. Lines in `wanted` are noted in `found`."""
-    base = _base_text(text, settings)
-    return drop_lines(text=base, repeated=repeated, min_chars=settings.line_min_chars, wanted=wanted,
-                      found=found) if settings.lines else (base, 0)
-
-
-def apply_lines(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
-                wanted: frozenset, keys: tuple[int, int, list[str]] | None = None) -> Applied:
-    """Pass 3 (`--lines` or `--fuzzy`): each kept document's size after line removal (emptied ones are
-    flagged), for `--fuzzy` its band keys (`keys`: bands, rows and this range's band files), and the text of
-    the repeated lines in `wanted` (for the report)."""
-    count = len(removed)
-    after, dropped, emptied = np.zeros(count, np.int64), np.zeros(count, np.int64), np.zeros(count, bool)
-    signed = _Signer(settings, keys) if settings.fuzzy else None
-    line_texts: dict = {}
-    try:
+def collect(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], removed: np.ndarray,
+            collector: Collector) -> Passed:
+    """A pass of a dedup step: the records still kept through the document steps in force, into `collector`."""
+    verdicts = Verdicts.empty(len(chain))
+    with collector:
         for position, (_, _, _, record) in enumerate(_records(task, settings)):
-            if removed[position]:
-                continue
-            text, dropped[position] = cleaned_text(text=record[settings.text_key], settings=settings,
-                                                   repeated=repeated, wanted=wanted, found=line_texts)
-            after[position] = len(text.encode("utf-8"))
-            emptied[position] = dropped[position] > 0 and is_empty(text)
-            if signed is not None and not emptied[position]:
-                signed.add(position, text)
-        rows = signed.result() if signed is not None else np.zeros(0, np.int64)
-    finally:
-        if signed is not None:
-            signed.close()
-    return Applied(bytes_after_lines=after, lines_dropped=dropped, emptied=emptied, signature_rows=rows,
-                   line_texts=line_texts)
+            text = verdicts.applied(chain, position, None if removed[position] else record[settings.text_key])
+            if text is not None:
+                collector.add(position, text)
+        return Passed(verdicts, collector.result())
 
 
-class _Signer:
-    """Texts signed a batch at a time (SIGN_BATCH_BYTES), so a worker holds one batch of texts, not its
-    range's; each batch's band keys go to the range's band files and its signatures are dropped. Rows of
-    texts without a shingle are left out."""
+def write_part(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], removed: np.ndarray,
+               part: str) -> Passed:
+    """The last pass: the range's records still kept through every document step, in order, into the part file
+    `part` in the input's own format (`write_part` of `helpers.corpus.inputs`), written under a name of this
+    process and renamed when complete, so a retried task (Ray may retry one) only writes it again."""
+    verdicts = Verdicts.empty(len(chain))
+    seen = [0]
 
-    def __init__(self, settings: CleanSettings, keys: tuple[int, int, list[str]]):
-        self.settings = settings
-        self.bands, self.band_rows, paths = keys
-        self.writer = KeyWriter(paths)
-        self.rows: list[np.ndarray] = []
-        self.pending_rows: list[int] = []
-        self.pending: list[str] = []
-        self.size = 0
+    def rewrite(position: int, text: str) -> str | None:
+        while seen[0] < position:  # records removed before this pass: no step reaches them
+            verdicts.applied(chain, seen[0], None)
+            seen[0] += 1
+        seen[0] += 1
+        return verdicts.applied(chain, position, text)
 
-    def add(self, row: int, text: str) -> None:
-        self.pending_rows.append(row), self.pending.append(text)
-        self.size += len(text)
-        if self.size >= SIGN_BATCH_BYTES:
-            self._sign()
-
-    def _sign(self) -> None:
-        if self.pending:
-            matrix, shingles = signatures(self.pending, self.settings.ngram, self.settings.num_perm, self.settings.seed)
-            self.rows.append(np.array(self.pending_rows, np.int64)[shingles > 0])
-            self.writer.append(all_band_keys(matrix[shingles > 0], self.bands, self.band_rows))
-        self.pending_rows, self.pending, self.size = [], [], 0
-
-    def result(self) -> np.ndarray:
-        """The rows signed, in the order of their keys in the band files."""
-        self._sign()
-        return np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-def shingle_sets(task: RangeTask, settings: CleanSettings, wanted: np.ndarray, repeated: frozenset,
-                 path: str) -> tuple[np.ndarray, np.ndarray]:
-    """For the exact check of near-duplicate candidates: the distinct shingle hashes of the range's
-    records flagged in `wanted` (their text as it is signed and written), sorted, written back to back to
-    `path` (uint64, a batch at a time, under a name of this process until complete). Returns the records'
-    positions in the range and the offsets that cut the file into them."""
-    positions: list[int] = []
-    sizes: list[np.ndarray] = []
-    batch: list[str] = []
-    size = 0
-    with written_atomically(path, "wb") as out:
-        def flush() -> None:
-            flat, offsets = distinct_shingles(batch, settings.ngram)
-            out.write(flat.astype(np.uint64).tobytes())
-            sizes.append(np.diff(offsets))
-            batch.clear()
-
-        for position, (_, _, _, record) in enumerate(_records(task, settings)):
-            if not wanted[position]:
-                continue
-            positions.append(position)
-            batch.append(cleaned_text(record[settings.text_key], settings, repeated)[0])
-            size += len(batch[-1])
-            if size >= SIGN_BATCH_BYTES:
-                flush()
-                size = 0
-        if batch:
-            flush()
-    counts = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
-    return np.array(positions, np.int64), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
-def write_part(task: RangeTask, settings: CleanSettings, removed: np.ndarray, repeated: frozenset,
-               part: str) -> tuple[int, int]:
-    """Last pass: the range's kept records, in order, into the part file `part`, in the input's own format
-    (`write_part` of `helpers.corpus.inputs`): written under a name of this process and renamed when complete,
-    so a retried task (Ray may retry one) only writes it again. Returns (records, bytes) written."""
-    def refused(number: int, place: int, kind: str, reason: str, where: str) -> None:
-        if not settings.skip_bad_records:
-            raise UserError(f"{where}: {reason}")
-
-    return task.source.write_part(task.start, task.end, part, text_key=settings.text_key, removed=removed,
-                                  rewrite=lambda text: cleaned_text(text, settings, repeated)[0], bad=refused)
+    written = task.source.write_part(task.start, task.end, part, text_key=settings.text_key, removed=removed,
+                                     rewrite=rewrite, bad=_bad_records(settings, None))
+    while seen[0] < len(removed):
+        verdicts.applied(chain, seen[0], None)
+        seen[0] += 1
+    return Passed(verdicts, written=written)

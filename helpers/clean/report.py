@@ -10,27 +10,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-STEPS = ("normalize", "exact", "lines", "fuzzy")
 KEPT = 0
-STEP_CODE = {name: code for code, name in enumerate(STEPS, start=1)}
-REASONS = {"normalize": "no visible text left after normalising", "lines": "nothing left once repeated lines went"}
 
 
 @dataclass
 class Documents:
-    """Every good record of the run, in (input, line) order, and what happened to it."""
+    """Every good record of the run, in (input, line) order, and what happened to it under the run's `steps`
+    (their names, in order)."""
 
     input_index: np.ndarray
     lines: np.ndarray
     places: np.ndarray
     ids: list
     raw_bytes: np.ndarray
-    bytes_after_normalize: np.ndarray
-    bytes_after_lines: np.ndarray
-    removed_by: np.ndarray  # 0 kept, else STEP_CODE of the step that removed it
-    duplicate_of: np.ndarray  # -1, or the index of the kept record it duplicates
-    similarity: np.ndarray  # exact Jaccard (shingle sets) with that record (fuzzy), NaN otherwise
-    lines_dropped: np.ndarray = field(default=None)
+    steps: list[str]
+    bytes_after: dict[str, np.ndarray] = field(default_factory=dict)  # per step that changes or drops texts
+    reasons: dict[int, str] = field(default_factory=dict)  # why a document step dropped a record
+    removed_by: np.ndarray = None  # 0 kept, else 1 + the position in `steps` of the step that removed it
+    duplicate_of: np.ndarray = None  # -1, or the index of the kept record it duplicates
+    similarity: np.ndarray = None  # exact Jaccard (shingle sets) with that record (fuzzy), NaN otherwise
+
+    def __post_init__(self):
+        count = len(self.lines)
+        self.removed_by = np.zeros(count, np.int8)
+        self.duplicate_of = np.full(count, -1, np.int64)
+        self.similarity = np.full(count, np.nan)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -40,7 +44,16 @@ class Documents:
 
     def remove(self, mask: np.ndarray, step: str) -> None:
         """Mark the records in `mask` (all still kept) as removed by `step`."""
-        self.removed_by[mask & self.alive()] = STEP_CODE[step]
+        self.removed_by[mask & self.alive()] = self.steps.index(step) + 1
+
+    def bytes_before(self, step: str) -> np.ndarray:
+        """Each record's text bytes as the steps before `step` left them."""
+        earlier = [name for name in self.steps[:self.steps.index(step)] if name in self.bytes_after]
+        return self.bytes_after[earlier[-1]] if earlier else self.raw_bytes
+
+    def bytes_through(self, step: str) -> np.ndarray:
+        """Each record's text bytes once `step` has run."""
+        return self.bytes_after.get(step, self.bytes_before(step))
 
 
 def step_table(documents: Documents, names: list[str], bad_counts: list[int], file_bytes: list[int],
@@ -49,9 +62,6 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], fi
     UTF-8 bytes of its texts, the only column read; out: the texts') and each
     step run, documents and text bytes in, removed (whole records), trimmed (cut from records kept:
     normalising, repeated lines) and out."""
-    stage_bytes = {"read": documents.raw_bytes, "normalize": documents.bytes_after_normalize,
-                   "exact": documents.bytes_after_normalize, "lines": documents.bytes_after_lines,
-                   "fuzzy": documents.bytes_after_lines}
     table = []
     for index, name in enumerate(names):
         mine = documents.input_index == index
@@ -60,10 +70,10 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], fi
                  "documents_out": int(mine.sum()), "bytes_out": int(documents.raw_bytes[mine].sum())}]
         alive = mine.copy()
         previous = documents.raw_bytes
-        for step in steps:
-            removed = mine & (documents.removed_by == STEP_CODE[step])
+        for code, step in enumerate(steps, start=1):
+            removed = mine & (documents.removed_by == code)
             after = alive & ~removed
-            current = stage_bytes[step]
+            current = documents.bytes_through(step)
             bytes_in, bytes_removed, bytes_out = (int(previous[alive].sum()), int(previous[removed].sum()),
                                                   int(current[after].sum()))
             rows.append({"step": step, "documents_in": int(alive.sum()), "bytes_in": bytes_in,
@@ -84,7 +94,7 @@ def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]
     places = _Places(names, parquet or [None] * len(names))
     entries = []
     for index in np.flatnonzero(documents.removed_by != KEPT):
-        step = STEPS[documents.removed_by[index] - 1]
+        step = documents.steps[documents.removed_by[index] - 1]
         input_index, line, place = (int(documents.input_index[index]), int(documents.lines[index]),
                                     int(documents.places[index]))
         entry = {**places.where(input_index, line, place), "id": documents.ids[index], "step": step,
@@ -97,7 +107,7 @@ def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]
             if step == "fuzzy":
                 entry["similarity"] = round(float(documents.similarity[index]), 4)
         else:
-            entry["reason"] = REASONS[step]
+            entry["reason"] = documents.reasons[int(index)]
         entries.append(((input_index, line, place), entry))
     for input_index, records in enumerate(bad):
         for line, place, kind, reason in records:

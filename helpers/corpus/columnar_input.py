@@ -119,9 +119,10 @@ class ColumnarInput:
             yield from group_batches(opened, index, first=first, columns=columns, batch_bytes=batch_bytes)
 
     def write_part(self, start: int, end: int, part: str, *, text_key: str, removed: np.ndarray,
-                   rewrite: Callable[[str], str], bad=None) -> tuple[int, int]:
+                   rewrite: Callable[[int, str], str | None], bad=None) -> tuple[int, int]:
         """Groups `[start, end)` of a one-file input, their kept rows (good records not `removed`, the text
-        `rewrite`n), every column, into the file `part` in the input's format; (rows, text bytes) written."""
+        `rewrite(position, text)`n, or dropped where that is None), every column, into the file `part` in the
+        input's format; (rows, text bytes) written."""
         return write_columnar_part(self.files[0], start, end, part, text_key=text_key, removed=removed,
                                    rewrite=rewrite)
 

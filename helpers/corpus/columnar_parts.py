@@ -16,11 +16,11 @@ from .columnar import ColumnarFile, open_columnar, pyarrow_module
 
 
 def write_columnar_part(file: Path, start: int, end: int, part: str, *, text_key: str, removed: np.ndarray,
-                        rewrite: Callable[[str], str]) -> tuple[int, int]:
+                        rewrite: Callable[[int, str], str | None]) -> tuple[int, int]:
     """The kept rows of groups `[start, end)` of `file`, every column, into the file `part` in the input's
     format (written under a name of this process, renamed when complete): one row group (record batch) per
-    input group that keeps a row, with the input's schema, the text column replaced by `rewrite(text)` where
-    that differs. Returns (rows, text bytes) written."""
+    input group that keeps a row, with the input's schema, the text column replaced by `rewrite(position, text)`
+    where that differs (a row it gives None is dropped). Returns (rows, text bytes) written."""
     pa = pyarrow_module()
     source = open_columnar(Path(file))
     kept = _KeptRows(pa, source.schema, text_key=text_key, removed=removed, rewrite=rewrite)
@@ -50,9 +50,10 @@ def _write_group(writer, table) -> None:
 
 
 class _KeptRows:
-    """Filters record batches read in order: drops null texts (bad records) and removed rows, rewrites texts."""
+    """Filters record batches read in order: drops null texts (bad records), removed rows and rows `rewrite`
+    drops (None), rewrites texts."""
 
-    def __init__(self, pa, schema, text_key: str, removed: np.ndarray, rewrite: Callable[[str], str]):
+    def __init__(self, pa, schema, text_key: str, removed: np.ndarray, rewrite: Callable[[int, str], str | None]):
         self.pa, self.schema, self.text_key, self.removed, self.rewrite = pa, schema, text_key, removed, rewrite
         self.column = schema.get_field_index(text_key)
         self.position = 0  # of the next good row, in the range
@@ -65,10 +66,11 @@ class _KeptRows:
             if text is None:
                 keep.append(False)
                 continue
-            keep.append(not self.removed[self.position])
+            position = self.position
             self.position += 1
-            if keep[-1]:
-                new = self.rewrite(text)
+            new = None if self.removed[position] else self.rewrite(position, text)
+            keep.append(new is not None)
+            if new is not None:
                 changed = changed or new != text
                 texts.append(new)
                 self.bytes += len(new.encode("utf-8"))

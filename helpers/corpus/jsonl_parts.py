@@ -15,10 +15,11 @@ from .records import Bad, records
 
 
 def write_jsonl_part(source, start: int, end: int | None, part: str, *, text_key: str, removed: np.ndarray,
-                     rewrite: Callable[[str], str], bad: Bad) -> tuple[int, int]:
-    """The kept records of bytes `[start, end)` of `source` (good records not `removed`, the text `rewrite`n)
-    into the part file `part`, written under a name of this process and renamed when complete, so a retried
-    task only writes it again. Returns (records, bytes) written."""
+                     rewrite: Callable[[int, str], str | None], bad: Bad) -> tuple[int, int]:
+    """The kept records of bytes `[start, end)` of `source` into the part file `part`, written under a name of
+    this process and renamed when complete, so a retried task only writes it again: each good record not
+    `removed` with its text `rewrite(position, text)` (its position among the range's good records), or
+    dropped where that is None. Returns (records, bytes) written."""
     written = size = position = 0
     counts = {"bytes": 0, "blank": 0}
     with written_atomically(part, "wb") as out:
@@ -28,7 +29,9 @@ def write_jsonl_part(source, start: int, end: int | None, part: str, *, text_key
                 if removed[position - 1]:
                     continue
                 text = record[text_key]
-                new_text = rewrite(text)
+                new_text = rewrite(position - 1, text)
+                if new_text is None:
+                    continue
                 if new_text == text:
                     line = raw.rstrip(b"\r\n") + b"\n"
                 else:

@@ -133,9 +133,9 @@ class JsonlInput:
             yield from _file_batches(file, max(start - first, 0), local_end)
 
     def write_part(self, start: int, end: int | None, part: str, *, text_key: str, removed: np.ndarray,
-                   rewrite: Callable[[str], str], bad) -> tuple[int, int]:
-        """Bytes `[start, end)`, their kept records (good records not `removed`, the text `rewrite`n), into the
-        file `part` (`helpers.corpus.jsonl_parts`); (records, bytes) written."""
+                   rewrite: Callable[[int, str], str | None], bad) -> tuple[int, int]:
+        """Bytes `[start, end)`, their kept records (good records not `removed`, the text `rewrite`n, or dropped
+        where that is None), into the file `part` (`helpers.corpus.jsonl_parts`); (records, bytes) written."""
         return write_jsonl_part(self, start, end, part, text_key=text_key, removed=removed, rewrite=rewrite, bad=bad)
 
     def join_parts(self, parts: list[Path], joined: Path) -> None:

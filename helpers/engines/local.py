@@ -54,7 +54,7 @@ def context_safe_from(native_module: str, preload: str):
 
 def _worker_context():
     """How workers of the cleaning passes start (rensa computes their signatures)."""
-    return context_safe_from("rensa", "helpers.clean.passes")
+    return context_safe_from("rensa", "helpers.clean.command")  # its passes, steps and collectors
 
 
 def _serve(connection) -> None:
