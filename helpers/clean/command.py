@@ -18,6 +18,9 @@ texts). Steps, always in this order:
 
 - `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
   `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
+- `--filters gopher-quality,gopher-repetition,c4-quality,fineweb-quality` (any, in the order given): datatrove
+  0.10.1's quality filters, decision for decision (`helpers.clean.filters`), each rule's threshold settable with
+  `--filter-option NAME.SETTING=VALUE`;
 - `--exact`: a 128-bit xxh3 digest of the (normalised) text; across all inputs the first occurrence, by
   input order then line, is kept;
 - `--lines`: a line (30 characters or more, surrounding whitespace aside) held by at least
@@ -66,14 +69,16 @@ from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
+from .filters import FILTERS
 from .lsh import check_bands, check_threshold
 from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
-from .plan import steps_of
+from .plan import filter_settings, steps_of
 from .report import Documents, removed_lines, step_table, summary_lines
 from .step import DocumentStep
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
+FILTER_NAMES = {kind.name for kind in FILTERS.values()}
 
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
@@ -81,14 +86,18 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           ngram: int = 5, num_perm: int = 128, bands: int | None = None, rows: int | None = None, workers: int = 1,
           parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
-          memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None) -> dict:
+          memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None,
+          filters: list[str] | str | None = None, filter_options: list[str] | dict | None = None) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
     (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
+    `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.plan.filter_settings`).
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
     formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
+    filters, filter_options = filter_settings(filters, filter_options)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
+                             filters=filters, filter_options=filter_options,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
                              skip_bad_records=skip_bad_records,
@@ -132,7 +141,7 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
     stand for (`helpers.corpus.inputs`)."""
     if not steps:
-        raise UserError("no step asked for; fix: pass one or more of --normalize --exact --lines --fuzzy")
+        raise UserError("no step asked for; fix: pass one or more of --normalize --filters --exact --lines --fuzzy")
     step_names = [step.name for step in steps]
     for name in sorted({name for name in step_names if step_names.count(name) > 1}):
         raise UserError(f"two steps named '{name}' (removed.jsonl and the report name steps); fix: run each once, "
@@ -345,10 +354,12 @@ class _Run:
                       "steps": steps, "threshold": settings.threshold, "line_min_count": settings.line_min_count,
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
                       "num_perm": settings.num_perm, "bands": settings.bands, "rows": settings.rows,
-                      "seed": settings.seed, "text_key": settings.text_key,
+                      "seed": settings.seed, "text_key": settings.text_key, "filters": list(settings.filters),
+                      "filter_options": {name: dict(values) for name, values in settings.filter_options},
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
-                                       file_bytes=file_bytes, steps=steps),
+                                       file_bytes=file_bytes, steps=steps,
+                                       by_rule={step.name for step in self.steps if step.name in FILTER_NAMES}),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": sections.get("lines"), "fuzzy": sections.get("fuzzy"),
                   "seconds": self.seconds, "documents_per_second": self.rates}
@@ -409,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
                              "report.json")
     parser.add_argument("--normalize", action="store_true", help="NFC, line ends, control characters, empty-line runs")
+    parser.add_argument("--filters", default=None,
+                        help=f"quality filters, comma-separated, in the order to run them: {', '.join(FILTERS)} "
+                             "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')")
+    parser.add_argument("--filter-option", action="append", default=None, metavar="NAME.SETTING=VALUE",
+                        help="a filter's setting, e.g. gopher-quality.min_doc_words=30 (JSON values; repeat the flag)")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
@@ -435,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
+                   filters=args.filters, filter_options=args.filter_option,
                    fuzzy=args.fuzzy, threshold=args.threshold, line_min_count=args.line_min_count,
                    line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
                    rows=args.rows,

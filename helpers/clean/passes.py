@@ -24,6 +24,8 @@ class CleanSettings:
     exact: bool = False
     lines: bool = False
     fuzzy: bool = False
+    filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
+    filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
     threshold: float = 0.8
     line_min_count: int = 10
     line_min_chars: int = 30

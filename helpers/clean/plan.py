@@ -1,9 +1,14 @@
-"""The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, then exact,
-repeated-line and near-duplicate removal, each as its flag asks."""
+"""The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, the quality filters in
+the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, each as its flag asks."""
 
 from __future__ import annotations
 
+import inspect
+import json
+
+from ..common.errors import UserError
 from .dedup import ExactDedup, LineDedup
+from .filters import FILTERS
 from .formatters import Normalize
 from .fuzzy import FuzzyDedup
 
@@ -15,6 +20,8 @@ def steps_of(settings) -> list:
     steps: list = []
     if settings.normalize:
         steps.append(Normalize())
+    options = dict(settings.filter_options)
+    steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
     if settings.exact:
         steps.append(ExactDedup())
     if settings.lines:
@@ -24,3 +31,43 @@ def steps_of(settings) -> list:
                                 bands=settings.bands, rows=settings.rows, seed=settings.seed,
                                 memory_limit=settings.memory_limit))
     return steps
+
+
+def filter_settings(filters: list[str] | str | None, options: list[str] | dict | None) -> tuple[tuple, tuple]:
+    """`--filters` (names, or one comma-separated string) and `--filter-option NAME.PARAMETER=VALUE` (or a mapping of
+    name to keyword arguments), checked: (names, options) as `CleanSettings` holds them. A value is read as JSON
+    (`0.2`, `null`, `[[2, 0.2]]`), else taken as a string."""
+    if isinstance(filters, str):
+        filters = [name for name in filters.split(",") if name]
+    names = tuple(filters or ())
+    for name in names:
+        if name not in FILTERS:
+            raise UserError(f"--filters {name}: no such filter; fix: choose among {', '.join(FILTERS)}")
+    if len(set(names)) < len(names):
+        raise UserError(f"--filters {','.join(names)}: a filter named twice; fix: name each once")
+    chosen: dict[str, dict] = {}
+    for item in options.items() if isinstance(options, dict) else map(_option, options or ()):
+        name, values = item
+        if name not in names:
+            raise UserError(f"--filter-option {name}: that filter is not in --filters; fix: add it there")
+        allowed = set(inspect.signature(FILTERS[name]).parameters)
+        for key in values:
+            if key not in allowed:
+                raise UserError(f"--filter-option {name}.{key}: no such setting; fix: one of "
+                                f"{', '.join(sorted(allowed))}")
+        chosen.setdefault(name, {}).update(values)
+    return names, tuple((name, tuple(sorted(values.items()))) for name, values in chosen.items())
+
+
+def _option(text: str) -> tuple[str, dict]:
+    """`NAME.PARAMETER=VALUE` as (name, {parameter: value})."""
+    target, equals, value = text.partition("=")
+    name, dot, parameter = target.partition(".")
+    if not (equals and dot and name and parameter):
+        raise UserError(f"--filter-option {text}: not NAME.SETTING=VALUE; fix: e.g. gopher-quality.min_doc_words=30")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return name, {parameter: tuple(map(tuple, parsed)) if isinstance(parsed, list) and parsed and
+                  isinstance(parsed[0], list) else tuple(parsed) if isinstance(parsed, list) else parsed}

@@ -1,0 +1,258 @@
+"""Quality filters of `helpers.clean` (`--filters`), one class each, deciding document for document as datatrove
+0.10.1's filters of the same names, with their defaults (every threshold settable, and one set to 0 or None
+turns its rule off, as there):
+
+- `GopherQuality` (`gopher-quality`): Gopher's quality rules: words without a letter or digit that are not
+  symbols, their mean length, hashes and ellipses per word, lines that are bullets or end in an ellipsis, words
+  with a letter, stop words;
+- `GopherRepetition` (`gopher-repetition`): Gopher's repetition rules: duplicate paragraphs and lines (by count
+  and by characters), the most frequent 2- to 4-gram and the duplicated 5- to 10-grams by characters;
+- `C4Quality` (`c4-quality`): C4's line rules, which also cut lines from the documents they keep (no terminal
+  punctuation, fewer than 3 words, a word over 1,000 characters, "javascript", a cookie or terms-of-use phrase;
+  citations like `[1]` removed), and drop a document with "lorem ipsum", a curly bracket or fewer than 5
+  sentences left (C4's bad-words list, a download, is not applied);
+- `FineWebQuality` (`fineweb-quality`): FineWeb's rules: lines ending in sentence punctuation, short lines,
+  characters in duplicated lines, newlines per word.
+
+A removal's reason names the rule as datatrove does and the value that failed it
+(`gopher_below_avg_threshold: mean word length 2.1 < 3`). Words and sentences are split as datatrove splits
+English (`helpers.clean.words`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .punctuation import PUNCTUATION_SET, SENTENCE_ENDS
+from .step import DocumentStep, Filter
+from .words import EnglishWords
+
+GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+C4_LINE_ENDS = (".", "?", "!", '"', "'")
+C4_POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies",
+                     "use cookies")
+C4_CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
+PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+LINE_BREAKS = re.compile(r"\n+")
+
+
+def _words() -> EnglishWords:
+    """One splitter per process, shared by the filters (its cache of runs too)."""
+    global _SPLITTER
+    if _SPLITTER is None:
+        _SPLITTER = EnglishWords()
+    return _SPLITTER
+
+
+_SPLITTER: EnglishWords | None = None
+
+
+def _mean(values: list[int]) -> float:
+    """numpy's mean of integers (NaN for none), which datatrove takes."""
+    return sum(values) / len(values) if values else float("nan")
+
+
+class GopherQuality(Filter):
+    name = "gopher_quality"
+
+    def __init__(self, *, min_doc_words: int | None = 50, max_doc_words: int | None = 100_000,
+                 min_avg_word_length: float | None = 3, max_avg_word_length: float | None = 10,
+                 max_symbol_word_ratio: float | None = 0.1, max_bullet_lines_ratio: float | None = 0.9,
+                 max_ellipsis_lines_ratio: float | None = 0.3, max_non_alpha_words_ratio: float | None = 0.8,
+                 min_stop_words: int | None = 2, stop_words: tuple[str, ...] = GOPHER_STOP_WORDS):
+        self.min_doc_words, self.max_doc_words = min_doc_words, max_doc_words
+        self.min_avg_word_length, self.max_avg_word_length = min_avg_word_length, max_avg_word_length
+        self.max_symbol_word_ratio = max_symbol_word_ratio
+        self.max_bullet_lines_ratio, self.max_ellipsis_lines_ratio = max_bullet_lines_ratio, max_ellipsis_lines_ratio
+        self.max_non_alpha_words_ratio, self.min_stop_words = max_non_alpha_words_ratio, min_stop_words
+        self.stop_words = frozenset(stop_words)
+
+    def reason(self, text: str) -> str | None:
+        words = _words().words(text)
+        counted = [word for word in words if not all(char in PUNCTUATION_SET for char in word)]
+        if self.min_doc_words and len(counted) < self.min_doc_words:
+            return f"gopher_short_doc: {len(counted)} words < {self.min_doc_words}"
+        if self.max_doc_words and len(counted) > self.max_doc_words:
+            return f"gopher_long_doc: {len(counted)} words > {self.max_doc_words}"
+        mean = _mean([len(word) for word in counted])
+        if self.min_avg_word_length and mean < self.min_avg_word_length:
+            return f"gopher_below_avg_threshold: mean word length {mean:.2f} < {self.min_avg_word_length}"
+        if self.max_avg_word_length and mean > self.max_avg_word_length:
+            return f"gopher_above_avg_threshold: mean word length {mean:.2f} > {self.max_avg_word_length}"
+        if not words:
+            return None
+        if self.max_symbol_word_ratio and text.count("#") / len(words) > self.max_symbol_word_ratio:
+            return f"gopher_too_many_hashes: {text.count('#') / len(words):.3f} per word > {self.max_symbol_word_ratio}"
+        ellipses = text.count("...") + text.count("…")
+        if self.max_symbol_word_ratio and ellipses / len(words) > self.max_symbol_word_ratio:
+            return f"gopher_too_many_ellipsis: {ellipses / len(words):.3f} per word > {self.max_symbol_word_ratio}"
+        lines = text.splitlines()
+        bullets = sum(line.lstrip().startswith(("•", "-")) for line in lines) / len(lines)
+        if self.max_bullet_lines_ratio and bullets > self.max_bullet_lines_ratio:
+            return f"gopher_too_many_bullets: {bullets:.3f} of lines > {self.max_bullet_lines_ratio}"
+        trailing = sum(line.rstrip().endswith(("...", "…")) for line in lines) / len(lines)
+        if self.max_ellipsis_lines_ratio and trailing > self.max_ellipsis_lines_ratio:
+            return f"gopher_too_many_end_ellipsis: {trailing:.3f} of lines > {self.max_ellipsis_lines_ratio}"
+        alpha = sum(any(char.isalpha() for char in word) for word in words) / len(words)
+        if self.max_non_alpha_words_ratio and alpha < self.max_non_alpha_words_ratio:
+            return (f"gopher_below_alpha_threshold: {alpha:.3f} of words with a letter < "
+                    f"{self.max_non_alpha_words_ratio}")
+        stops = len(self.stop_words.intersection(words))
+        if self.min_stop_words and stops < self.min_stop_words:
+            return f"gopher_enough_stop_words: {stops} stop words < {self.min_stop_words}"
+        return None
+
+
+def _duplicates(items: list[str]) -> tuple[int, int]:
+    """Items seen before (each repeat counted), and their characters."""
+    seen: set[str] = set()
+    count = characters = 0
+    for item in items:
+        if item in seen:
+            count += 1
+            characters += len(item)
+        else:
+            seen.add(item)
+    return count, characters
+
+
+def _top_ngram_characters(words: list[str], n: int) -> int:
+    """Characters covered by the most frequent n-gram (words joined by spaces), counted with its repeats; of
+    n-grams equally frequent, the first met."""
+    counts = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+    gram, count = counts.most_common(1)[0]
+    return len(gram) * count
+
+
+def _repeated_ngram_characters(words: list[str], n: int) -> int:
+    """Characters of n-grams (words joined without spaces) met again, read left to right, a repeat skipped over
+    whole."""
+    seen: set[str] = set()
+    characters = index = 0
+    while index < len(words) - n + 1:
+        gram = "".join(words[index:index + n])
+        if gram in seen:
+            characters += len(gram)
+            index += n
+        else:
+            seen.add(gram)
+            index += 1
+    return characters
+
+
+class GopherRepetition(Filter):
+    name = "gopher_repetition"
+
+    def __init__(self, *, dup_line_frac: float | None = 0.3, dup_para_frac: float | None = 0.3,
+                 dup_line_char_frac: float | None = 0.2, dup_para_char_frac: float | None = 0.2,
+                 top_n_grams: tuple = ((2, 0.2), (3, 0.18), (4, 0.16)),
+                 dup_n_grams: tuple = ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))):
+        self.dup_line_frac, self.dup_para_frac = dup_line_frac, dup_para_frac
+        self.dup_line_char_frac, self.dup_para_char_frac = dup_line_char_frac, dup_para_char_frac
+        self.top_n_grams, self.dup_n_grams = tuple(map(tuple, top_n_grams)), tuple(map(tuple, dup_n_grams))
+
+    def reason(self, text: str) -> str | None:
+        if not text:
+            return "empty: no text"
+        for unit, pieces, share, char_share in (
+                ("paragraph", PARAGRAPH_BREAK.split(text.strip()), self.dup_para_frac, self.dup_para_char_frac),
+                ("line", LINE_BREAKS.split(text), self.dup_line_frac, self.dup_line_char_frac)):
+            count, characters = _duplicates(pieces)
+            rule = "para" if unit == "paragraph" else "line"
+            if share and count / len(pieces) > share:
+                return f"dup_{rule}_frac: {count / len(pieces):.3f} of {unit}s repeated > {share}"
+            if char_share and characters / len(text) > char_share:
+                return (f"dup_{rule}_char_frac: {characters / len(text):.3f} of characters in repeated {unit}s "
+                        f"> {char_share}")
+        words = _words().words(text)
+        for n, share in self.top_n_grams:
+            if len(words) >= n and _top_ngram_characters(words, n) / len(text) > share:
+                covered = _top_ngram_characters(words, n) / len(text)
+                return f"top_{n}_gram: the most frequent {n}-gram covers {covered:.3f} of characters > {share}"
+        for n, share in self.dup_n_grams:
+            covered = _repeated_ngram_characters(words, n) / len(text)
+            if covered > share:
+                return f"duplicated_{n}_n_grams: repeated {n}-grams cover {covered:.3f} of characters > {share}"
+        return None
+
+
+class C4Quality(DocumentStep):
+    """A filter that also cuts lines from the documents it keeps (so neither a pure filter nor a formatter)."""
+
+    name = "c4_quality"
+
+    def __init__(self, *, remove_citations: bool = True, filter_no_terminal_punct: bool = True,
+                 min_num_sentences: int = 5, min_words_per_line: int = 3, max_word_length: int = 1000,
+                 filter_lorem_ipsum: bool = True, filter_javascript: bool = True, filter_curly_bracket: bool = True,
+                 filter_policy: bool = True):
+        self.remove_citations, self.filter_no_terminal_punct = remove_citations, filter_no_terminal_punct
+        self.min_num_sentences, self.min_words_per_line = min_num_sentences, min_words_per_line
+        self.max_word_length, self.filter_lorem_ipsum = max_word_length, filter_lorem_ipsum
+        self.filter_javascript, self.filter_curly_bracket = filter_javascript, filter_curly_bracket
+        self.filter_policy = filter_policy
+
+    def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
+        sentences, kept = 0, []
+        for line in text.splitlines():
+            line = line.strip()
+            words = line.split()
+            if self.max_word_length != -1 and any(len(word) > self.max_word_length for word in words):
+                continue
+            if self.remove_citations:
+                line = C4_CITATION.sub("", line)
+            if self.filter_no_terminal_punct and (not line.endswith(C4_LINE_ENDS) or line.endswith("...")):
+                continue
+            if len(words) < self.min_words_per_line:
+                continue
+            lowered = line.lower()
+            if self.filter_lorem_ipsum and "lorem ipsum" in lowered:
+                return text, "lorem_ipsum: a line holds 'lorem ipsum'"
+            if self.filter_javascript and "javascript" in lowered:
+                continue
+            if self.filter_curly_bracket and "{" in line:
+                return text, "curly_bracket: a kept line holds '{'"
+            if self.filter_policy and any(phrase in lowered for phrase in C4_POLICY_PHRASES):
+                continue
+            if self.min_num_sentences != -1:
+                sentences += _words().sentence_count(line)
+            kept.append(line)
+        if sentences < self.min_num_sentences:
+            return text, f"too_few_sentences: {sentences} sentences in kept lines < {self.min_num_sentences}"
+        return "\n".join(kept).strip(), None
+
+
+class FineWebQuality(Filter):
+    name = "fineweb_quality"
+
+    def __init__(self, *, line_punct_thr: float = 0.12, line_punct_exclude_zero: bool = False,
+                 stop_chars: tuple[str, ...] | None = None, short_line_thr: float = 0.67, short_line_length: int = 30,
+                 char_duplicates_ratio: float = 0.01, new_line_ratio: float = 0.3):
+        self.line_punct_thr, self.line_punct_exclude_zero = line_punct_thr, line_punct_exclude_zero
+        self.stop_chars = tuple(SENTENCE_ENDS) if stop_chars is None else tuple(stop_chars)
+        self.short_line_thr, self.short_line_length = short_line_thr, short_line_length
+        self.char_duplicates_ratio, self.new_line_ratio = char_duplicates_ratio, new_line_ratio
+
+    def reason(self, text: str) -> str | None:
+        lines = [line for line in text.split("\n") if line.strip() != ""]
+        if not lines:
+            return "empty: no line with text"
+        ratio = sum(line.endswith(self.stop_chars) for line in lines) / len(lines)
+        if ratio < self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
+            return f"line_punct_ratio: {ratio:.3f} of lines end a sentence < {self.line_punct_thr}"
+        ratio = sum(len(line) <= self.short_line_length for line in lines) / len(lines)
+        if ratio > self.short_line_thr:
+            return f"short_line_ratio: {ratio:.3f} of lines of {self.short_line_length} characters or fewer > " \
+                   f"{self.short_line_thr}"
+        ratio = _duplicates(lines)[1] / len(text.replace("\n", ""))
+        if ratio > self.char_duplicates_ratio:
+            return f"char_dup_ratio: {ratio:.3f} of characters in repeated lines > {self.char_duplicates_ratio}"
+        words = _words().words(text)
+        ratio = text.count("\n") / len(words)
+        if ratio > self.new_line_ratio:
+            return f"list_ratio: {ratio:.3f} newlines per word > {self.new_line_ratio}"
+        return None
+
+
+FILTERS = {"gopher-quality": GopherQuality, "gopher-repetition": GopherRepetition, "c4-quality": C4Quality,
+           "fineweb-quality": FineWebQuality}

@@ -1,0 +1,142 @@
+"""The quality filters of `helpers.clean` decide as datatrove 0.10.1's: on a sample of the workshop corpus against a
+golden file of datatrove's verdicts (kept, or the rule that dropped it; C4's kept text), and, where datatrove is
+installed (the `dedup-peer` extra), against datatrove itself on the same sample and on text the project did not
+write (the machine's licence texts); words and sentences split as datatrove splits English; `--filters` on the
+command line: reasons in removed.jsonl, counts per rule, bad settings refused in one line."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.clean import clean
+from helpers.clean.filters import FILTERS
+from helpers.clean.words import EnglishWords
+
+GOLDEN = Path(__file__).parent / "golden" / "datatrove_quality.json"
+EVERY = 8  # the golden sample: every 8th record of each domain, from the first
+DOMAINS = ("literature", "docs", "code")
+
+
+def sample(corpus_dir) -> list[dict]:
+    return [json.loads(line) for domain in DOMAINS
+            for number, line in enumerate(open(corpus_dir / f"{domain}.jsonl", encoding="utf-8")) if not number % EVERY]
+
+
+def verdicts(records: list[dict], decide) -> list[dict]:
+    """Per record, each filter's verdict: None (kept) or the rule that dropped it; C4's kept text's digest.
+    `decide(name, text)` gives (kept text or None, rule or None)."""
+    found = []
+    for record in records:
+        entry = {"id": record["id"]}
+        for name in FILTERS:
+            text, rule = decide(name, record["text"])
+            entry[name] = rule
+            if name == "c4-quality" and rule is None:
+                entry["c4-quality kept text sha256"] = hashlib.sha256(text.encode()).hexdigest()
+        found.append(entry)
+    return found
+
+
+def ours(name: str, text: str):
+    new, reason = FILTERS[name]().apply(text, {})
+    return new, None if reason is None else reason.split(":")[0]
+
+
+def datatrove_decide():
+    pytest.importorskip("datatrove", reason="datatrove is not installed (pip install -e '.[dedup-peer]'): "
+                                                        "the golden file stands in for it")
+    from datatrove.data import Document
+    from datatrove.pipeline import filters
+
+    theirs = {"gopher-quality": filters.GopherQualityFilter(), "gopher-repetition": filters.GopherRepetitionFilter(),
+              "c4-quality": filters.C4QualityFilter(), "fineweb-quality": filters.FineWebQualityFilter()}
+
+    def decide(name: str, text: str):
+        document = Document(text=text, id="")
+        verdict = theirs[name].filter(document)
+        return document.text, None if verdict is True else verdict[1]
+    return decide
+
+
+def test_the_filters_decide_as_datatrove_s_golden_verdicts(corpus_dir):
+    golden = json.loads(GOLDEN.read_text())
+    records = sample(corpus_dir)
+    assert [record["id"] for record in records] == [entry["id"] for entry in golden["verdicts"]]
+    found = verdicts(records, ours)
+    assert found == golden["verdicts"]
+    for name in FILTERS:  # the sample exercises every filter both ways
+        assert {entry[name] is None for entry in found} == {True, False}, name
+
+
+def test_the_filters_decide_as_datatrove_itself_on_the_sample_and_on_licence_texts(corpus_dir):
+    decide = datatrove_decide()
+    licences = [{"id": path, "text": Path(path).read_text(encoding="utf-8", errors="replace")}
+                for path in sorted(glob.glob("/usr/share/common-licenses/*"))[:12]]
+    records = sample(corpus_dir)[::3] + licences
+    assert verdicts(records, ours) == verdicts(records, decide)
+
+
+def test_words_and_sentences_are_split_as_datatrove_splits_english(corpus_dir):
+    pytest.importorskip("datatrove", reason="datatrove is not installed (pip install -e '.[dedup-peer]')")
+    import datatrove.utils.text as text_facts
+    from datatrove.utils.text import split_into_sentences, split_into_words
+
+    from helpers.clean.punctuation import PUNCTUATION, SENTENCE_ENDS
+
+    assert PUNCTUATION == text_facts.PUNCTUATION and SENTENCE_ENDS == text_facts.TERMINAL_PUNCTUATION
+    words = EnglishWords()
+    tricky = ["Don't stop—can't you? U.S.A. costs $5.00 (10km) at 3 p.m.", "e-mail: a@b.org, see http://x.io/a?b=1.",
+              "Hello.\tWorld!  Again...  and “quoted” text.", "(╯°□°）╯︵┻━┻ :-) cannot gonna", ""]
+    for text in tricky + [record["text"] for record in sample(corpus_dir)[::5]]:
+        assert words.words(text) == split_into_words(text)
+        for line in text.splitlines() or [text]:
+            assert words.sentence_count(line.strip()) == len(split_into_sentences(line.strip()))
+
+
+def test_the_command_line_names_each_removal_s_rule_and_value_and_counts_them(corpus_dir, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(corpus_dir / "docs.jsonl"),
+                           "--output-dir", str(tmp_path), "--filters", "fineweb-quality,gopher-quality",
+                           "--filter-option", "gopher-quality.min_doc_words=30", "--no-progress", "--workers", "1"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    removed = [json.loads(line) for line in open(tmp_path / "removed.jsonl", encoding="utf-8")]
+    assert removed and {entry["step"] for entry in removed} == {"fineweb_quality", "gopher_quality"}
+    first = next(entry for entry in removed if entry["step"] == "gopher_quality")
+    assert first["reason"].startswith("gopher_") and (" < " in first["reason"] or " > " in first["reason"])
+    report = json.loads((tmp_path / "report.json").read_text())
+    rows = {row["step"]: row for row in report["inputs"][0]["steps"]}
+    for step in ("fineweb_quality", "gopher_quality"):
+        assert sum(rows[step]["rules"].values()) == rows[step]["removed"] > 0
+    assert report["settings"]["filter_options"] == {"gopher-quality": {"min_doc_words": 30}}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--filters", "gopher"], "--filters gopher: no such filter; fix: choose among gopher-quality"),
+    (["--filters", "c4-quality", "--filter-option", "c4-quality.min_sentences=3"],
+     "--filter-option c4-quality.min_sentences: no such setting; fix: one of"),
+    (["--filters", "c4-quality", "--filter-option", "c4-quality=3"], "not NAME.SETTING=VALUE"),
+    (["--filters", "c4-quality", "--filter-option", "gopher-quality.min_doc_words=3"],
+     "that filter is not in --filters"),
+])
+def test_bad_filter_settings_are_refused_in_one_line(corpus_dir, tmp_path, arguments, message):
+    done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(corpus_dir / "docs.jsonl"),
+                           "--output-dir", str(tmp_path / "out"), *arguments], capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_filters_give_the_same_output_for_any_number_of_parts(corpus_dir, tmp_path, parts=7):
+    inputs = [corpus_dir / "docs.jsonl", corpus_dir / "code.jsonl"]
+    one = clean(inputs, tmp_path / "one", filters="c4-quality,gopher-repetition", exact=True, progress=False)
+    many = clean(inputs, tmp_path / "many", filters="c4-quality,gopher-repetition", exact=True, parts=parts,
+                 workers=2, progress=False)
+    for name in ("docs.jsonl", "code.jsonl", "removed.jsonl"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
+    assert one["inputs"] == many["inputs"]
