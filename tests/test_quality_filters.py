@@ -100,6 +100,20 @@ def test_words_and_sentences_are_split_as_datatrove_splits_english(corpus_dir):
             assert words.sentence_count(line.strip()) == len(split_into_sentences(line.strip()))
 
 
+def test_each_run_is_cut_as_spacy_s_tokenizer_cuts_it(corpus_dir):
+    """The Python affix algorithm against spaCy itself, on every distinct run of the sample and of the machine's
+    licence texts (runs where spaCy's joining phase could apply are spaCy's own by construction)."""
+    words = EnglishWords()
+    texts = [record["text"] for record in sample(corpus_dir)]
+    texts += [Path(path).read_text(encoding="utf-8", errors="replace")
+              for path in sorted(glob.glob("/usr/share/common-licenses/*"))]
+    runs = sorted({run for text in texts for run in text.split()})
+    assert len(runs) > 5_000
+    for run in runs:
+        spacy_tokens = tuple(token.text for token in words.tokenizer(run))
+        assert words._tokens(run) == spacy_tokens, run
+
+
 def test_the_command_line_names_each_removal_s_rule_and_value_and_counts_them(corpus_dir, tmp_path):
     done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(corpus_dir / "docs.jsonl"),
                            "--output-dir", str(tmp_path), "--filters", "fineweb-quality,gopher-quality",

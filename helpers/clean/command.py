@@ -69,13 +69,13 @@ from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
-from .filters import FILTERS
+from .filters import FILTERS, english_words
 from .lsh import check_bands, check_threshold
 from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
 from .plan import filter_settings, steps_of
 from .report import Documents, removed_lines, step_table, summary_lines
-from .step import DocumentStep
+from .step import DocumentStep, Filter, Passed
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
 FILTER_NAMES = {kind.name for kind in FILTERS.values()}
@@ -115,6 +115,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
         remove_stale_temporaries(out / name)
     run = _Run(settings=settings, tasks=_tasks(sources, columns, parts), sources=sources, outputs=outputs, out=out,
                progress=progress, steps=steps)
+    if any(getattr(step, "splits_words", False) for step in steps):
+        english_words()  # spaCy loaded once here: forked workers start with it
     started = time.perf_counter()
     try:
         with engine_for(engine, workers, ray_address) as runner:
@@ -254,15 +256,19 @@ class _Run:
         check_signals()
         return results
 
+    def _chain(self) -> list[DocumentStep]:
+        """The document steps in force, for a pass: a filter whose verdicts are recorded passes everything."""
+        return [Passed(step) if isinstance(step, Filter) and step.name in self.decided else step for step in self.chain]
+
     def collect(self, name: str, collectors: list, documents: int | None = None) -> list:
         """One pass of a dedup step over every range (the run's first pass is the scan, named so): the
         document steps in force applied to the records still kept, each range's into its collector; what they
         gathered, per range."""
-        chain = list(self.chain)
+        chain = self._chain()
         if self.documents is None:
             passed = self._pass("scan", [(scan, task, self.settings, chain, collector)
                                          for task, collector in zip(self.tasks, collectors)])
-            self._read(passed)
+            self._read(passed, chain)
         else:
             passed = self._pass(name, [(collect, task, self.settings, chain, mask, collector)
                                        for task, mask, collector in zip(self.tasks, self._masks(), collectors)],
@@ -275,7 +281,7 @@ class _Run:
         if self.documents is None:
             self.collect("scan", [None] * len(self.tasks))
 
-    def _read(self, passed: list) -> None:
+    def _read(self, passed: list, chain: list[DocumentStep]) -> None:
         """The run's table of good records from the first pass, and its document steps' verdicts."""
         self.scans = [result.scan for result in passed]
         counts = [len(s.lines) for s in self.scans]
@@ -286,7 +292,7 @@ class _Run:
             ids=[identifier for s in self.scans for identifier in s.ids],
             raw_bytes=np.concatenate([s.raw_bytes for s in self.scans]), steps=[step.name for step in self.steps])
         self.rates["scan"] = len(self.documents) / max(self.seconds["scan"], 1e-9)
-        self._record(list(self.chain), passed)
+        self._record(chain, passed)
 
     def _record(self, chain: list[DocumentStep], passed: list) -> None:
         """The verdicts of the document steps of `chain` not recorded yet: the bytes each leaves, and the records
@@ -368,7 +374,7 @@ class _Run:
 
     def _write(self) -> None:
         """Write every range's kept records into a part file, then join each input's parts in order."""
-        chain = list(self.chain)
+        chain = self._chain()
         parts = [temporary_name(self.out / self.outputs[task.input_index], f"part{task.index}") for task in self.tasks]
         self.temporaries.extend(parts)  # and each worker's `{part}.tmp-{pid}` while it writes
         passed = self._pass("write", [(write_part, task, self.settings, chain, mask, str(part))

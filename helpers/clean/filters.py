@@ -37,7 +37,7 @@ PARAGRAPH_BREAK = re.compile(r"\n{2,}")
 LINE_BREAKS = re.compile(r"\n+")
 
 
-def _words() -> EnglishWords:
+def english_words() -> EnglishWords:
     """One splitter per process, shared by the filters (its cache of runs too)."""
     global _SPLITTER
     if _SPLITTER is None:
@@ -55,6 +55,7 @@ def _mean(values: list[int]) -> float:
 
 class GopherQuality(Filter):
     name = "gopher_quality"
+    splits_words = True
 
     def __init__(self, *, min_doc_words: int | None = 50, max_doc_words: int | None = 100_000,
                  min_avg_word_length: float | None = 3, max_avg_word_length: float | None = 10,
@@ -69,7 +70,7 @@ class GopherQuality(Filter):
         self.stop_words = frozenset(stop_words)
 
     def reason(self, text: str) -> str | None:
-        words = _words().words(text)
+        words = english_words().words(text)
         counted = [word for word in words if not all(char in PUNCTUATION_SET for char in word)]
         if self.min_doc_words and len(counted) < self.min_doc_words:
             return f"gopher_short_doc: {len(counted)} words < {self.min_doc_words}"
@@ -143,6 +144,7 @@ def _repeated_ngram_characters(words: list[str], n: int) -> int:
 
 class GopherRepetition(Filter):
     name = "gopher_repetition"
+    splits_words = True
 
     def __init__(self, *, dup_line_frac: float | None = 0.3, dup_para_frac: float | None = 0.3,
                  dup_line_char_frac: float | None = 0.2, dup_para_char_frac: float | None = 0.2,
@@ -165,7 +167,7 @@ class GopherRepetition(Filter):
             if char_share and characters / len(text) > char_share:
                 return (f"dup_{rule}_char_frac: {characters / len(text):.3f} of characters in repeated {unit}s "
                         f"> {char_share}")
-        words = _words().words(text)
+        words = english_words().words(text)
         for n, share in self.top_n_grams:
             if len(words) >= n and _top_ngram_characters(words, n) / len(text) > share:
                 covered = _top_ngram_characters(words, n) / len(text)
@@ -181,6 +183,7 @@ class C4Quality(DocumentStep):
     """A filter that also cuts lines from the documents it keeps (so neither a pure filter nor a formatter)."""
 
     name = "c4_quality"
+    splits_words = True
 
     def __init__(self, *, remove_citations: bool = True, filter_no_terminal_punct: bool = True,
                  min_num_sentences: int = 5, min_words_per_line: int = 3, max_word_length: int = 1000,
@@ -215,7 +218,7 @@ class C4Quality(DocumentStep):
             if self.filter_policy and any(phrase in lowered for phrase in C4_POLICY_PHRASES):
                 continue
             if self.min_num_sentences != -1:
-                sentences += _words().sentence_count(line)
+                sentences += english_words().sentence_count(line)
             kept.append(line)
         if sentences < self.min_num_sentences:
             return text, f"too_few_sentences: {sentences} sentences in kept lines < {self.min_num_sentences}"
@@ -224,6 +227,7 @@ class C4Quality(DocumentStep):
 
 class FineWebQuality(Filter):
     name = "fineweb_quality"
+    splits_words = True
 
     def __init__(self, *, line_punct_thr: float = 0.12, line_punct_exclude_zero: bool = False,
                  stop_chars: tuple[str, ...] | None = None, short_line_thr: float = 0.67, short_line_length: int = 30,
@@ -247,7 +251,7 @@ class FineWebQuality(Filter):
         ratio = _duplicates(lines)[1] / len(text.replace("\n", ""))
         if ratio > self.char_duplicates_ratio:
             return f"char_dup_ratio: {ratio:.3f} of characters in repeated lines > {self.char_duplicates_ratio}"
-        words = _words().words(text)
+        words = english_words().words(text)
         ratio = text.count("\n") / len(words)
         if ratio > self.new_line_ratio:
             return f"list_ratio: {ratio:.3f} newlines per word > {self.new_line_ratio}"

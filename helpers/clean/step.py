@@ -58,6 +58,17 @@ class Filter(DocumentStep):
         return text, self.reason(text)
 
 
+class Passed(DocumentStep):
+    """A filter whose verdicts an earlier pass recorded, in a later pass: every document that reaches it passed, so it
+    is not asked again (a filter never changes a text)."""
+
+    def __init__(self, step: Filter):
+        self.name = step.name
+
+    def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
+        return text, None
+
+
 class Collector:
     """What one pass of a dedup step gathers from one range, in a worker: within `with collector:`, `add` for each
     document still kept (its position in the range and its text as the steps in force leave it), then `result`

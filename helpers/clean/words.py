@@ -4,10 +4,13 @@ datatrove's quality filters split English with spaCy's blank English pipeline: i
 tokens dropped, every token stripped) and its sentencizer for sentences. spaCy's tokenizer cuts a text at
 whitespace first and tokenizes each run of non-whitespace characters on its own (special cases, then prefixes,
 suffixes and infixes), so a run's tokens do not depend on the text around it. Here each distinct run is
-tokenized once, by the same tokenizer, and remembered; a run that no rule touches (no special case, prefix,
-suffix or infix) is its own token without asking spaCy. The sentencizer's rule is applied to the same tokens: a
-sentence starts at the first token that is neither punctuation nor one of its sentence-final characters after one
-of those characters.
+tokenized once and remembered, by spaCy's own algorithm written out in Python over spaCy's own rules (its special
+cases, prefix, suffix, infix and URL expressions, read from the installed spaCy), which gives the same tokens
+without building spaCy's documents and vocabulary entries (several times cheaper for a new run). spaCy's last
+phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is left to spaCy
+itself for the few runs where it could apply. The sentencizer's rule is applied to the same tokens: a sentence
+starts at the first token that is neither punctuation nor one of its sentence-final characters after one of those
+characters.
 
 Other languages: the rules are English's (datatrove picks a tokenizer per language; these filters are used with
 English). On text without spaces between words (Chinese, Japanese, Thai) a whole run of characters up to the next
@@ -23,6 +26,7 @@ from ..common.errors import UserError
 
 RUNS = re.compile(r"\S+|\s+")
 NON_SPACE = re.compile(r"\S+")
+ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
 CACHED_RUNS = 1 << 20  # distinct runs remembered per process
 
 
@@ -43,6 +47,17 @@ class EnglishWords:
     def __init__(self):
         self.tokenizer, self.sentence_ends = _spacy_english()
         self.rules = self.tokenizer.rules
+        self.url_match, self.token_match = self.tokenizer.url_match, self.tokenizer.token_match
+        self.joins: dict[str, list[tuple[str, ...]]] = {}  # first token -> the affix tokens of special cases
+        loaded: set[str] = set()
+        tokenizer = self.tokenizer
+        for key in self.rules:  # in the order spaCy loads them, each split with the special cases loaded before
+            loaded.add(key)
+            if (not tokenizer.faster_heuristics or tokenizer.find_prefix(key) or tokenizer.find_infix(key)
+                    or tokenizer.find_suffix(key) or " " in key):
+                pattern = self._split(key, specials=False, known=loaded)
+                if pattern and pattern != tuple(piece[ORTH] for piece in self.rules[key]):  # joining changes them
+                    self.joins.setdefault(pattern[0], []).append(pattern)
         self.runs: dict[str, tuple[str, ...]] = {}
         self.punct: dict[str, bool] = {}
         self.last: tuple = (None, [])
@@ -57,16 +72,92 @@ class EnglishWords:
         """A run of non-whitespace characters as spaCy's tokenizer cuts it."""
         tokens = self.runs.get(run)
         if tokens is None:
-            tokenizer = self.tokenizer
-            if (run not in self.rules and tokenizer.prefix_search(run) is None
-                    and tokenizer.suffix_search(run) is None and next(tokenizer.infix_finditer(run), None) is None):
-                tokens = (run,)
-            else:
-                tokens = tuple(text for text in (token.text.strip() for token in tokenizer(run)) if text)
+            tokens = self._split(run, specials=True)
+            if self._may_join(tokens):
+                tokens = tuple(text for text in (token.text.strip() for token in self.tokenizer(run)) if text)
             if len(self.runs) >= CACHED_RUNS:
                 self.runs.clear()
             self.runs[run] = tokens
         return tokens
+
+    def _split(self, run: str, specials: bool, known=None) -> tuple[str, ...]:
+        """spaCy's affix algorithm on one run: prefixes and suffixes peeled off in turn (stopping at a special case),
+        then the rest as a special case's pieces, one URL, or cut at its infixes. `specials` False: as spaCy splits
+        a special case's own text, where `known` are the special cases it has loaded so far."""
+        rules, tokenizer, token_match = self.rules, self.tokenizer, self.token_match
+        known = rules if known is None else known
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        string, last = run, 0
+        while string and len(string) != last:
+            if token_match is not None and token_match(string):
+                break
+            if specials and string in rules:
+                break
+            last = len(string)
+            found = tokenizer.prefix_search(string)
+            before = found.end() - found.start() if found is not None else 0
+            if before:
+                prefix, rest = string[:before], string[before:]
+                if rest and specials and rest in rules:
+                    string = rest
+                    prefixes.append(prefix)
+                    break
+            found = tokenizer.suffix_search(string[before:])
+            after = found.end() - found.start() if found is not None else 0
+            if after:
+                suffix, rest_before = string[-after:], string[:-after]
+                if rest_before and specials and rest_before in rules:
+                    string = rest_before
+                    suffixes.append(suffix)
+                    break
+            if before and after and before + after <= len(string):
+                string = string[before:-after]
+                prefixes.append(prefix)
+                suffixes.append(suffix)
+            elif before:
+                string = rest
+                prefixes.append(prefix)
+            elif after:
+                string = rest_before
+                suffixes.append(suffix)
+            if string and string in known:
+                break
+        tokens = prefixes
+        if string:
+            if specials and string in rules:
+                tokens.extend(piece[ORTH] for piece in rules[string])
+            elif ((token_match is not None and token_match(string))
+                  or (self.url_match is not None and self.url_match(string))):
+                tokens.append(string)
+            else:
+                tokens.extend(self._infixed(string))
+        tokens.extend(reversed(suffixes))
+        return tuple(tokens)
+
+    def _infixed(self, string: str) -> list[str]:
+        """A string cut at its infixes, each infix a token of its own (empty ones only cut)."""
+        pieces, start = [], 0
+        for match in self.tokenizer.infix_finditer(string):
+            if match.start() == 0:
+                continue
+            if match.start() != start:
+                pieces.append(string[start:match.start()])
+            if match.start() != match.end():
+                pieces.append(string[match.start():match.end()])
+            start = match.end()
+        if string[start:]:
+            pieces.append(string[start:])
+        return pieces
+
+    def _may_join(self, tokens: tuple[str, ...]) -> bool:
+        """Whether spaCy's last phase could find a special case's affix tokens among `tokens`."""
+        joins = self.joins
+        for i, token in enumerate(tokens):
+            for pattern in joins.get(token, ()):
+                if tokens[i:i + len(pattern)] == pattern:
+                    return True
+        return False
 
     def words(self, text: str) -> list[str]:
         """The text's words: its tokens, whitespace dropped, each stripped (the last text's are kept: filters
