@@ -21,8 +21,10 @@ English (`helpers.clean.words`).
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections import Counter
+
+import numpy as np
 
 from .punctuation import PUNCTUATION_SET, SENTENCE_ENDS
 from .step import DocumentStep, Filter
@@ -48,6 +50,24 @@ def english_words() -> EnglishWords:
 _SPLITTER: EnglishWords | None = None
 
 
+SYMBOL, LETTER = 1, 2  # a word of punctuation only; a word with a letter
+_KINDS: dict[str, int] = {}
+
+
+def _word_kinds(words: list[str]) -> list[int]:
+    """Each word's SYMBOL and LETTER bits, remembered per distinct word."""
+    kinds, known = [], _KINDS.get
+    for word in words:
+        kind = known(word)
+        if kind is None:
+            if len(_KINDS) >= 1 << 20:
+                _KINDS.clear()
+            kind = _KINDS[word] = (SYMBOL * PUNCTUATION_SET.issuperset(word)
+                                   | LETTER * any(char.isalpha() for char in word))
+        kinds.append(kind)
+    return kinds
+
+
 def _mean(values: list[int]) -> float:
     """numpy's mean of integers (NaN for none), which datatrove takes."""
     return sum(values) / len(values) if values else float("nan")
@@ -71,7 +91,8 @@ class GopherQuality(Filter):
 
     def reason(self, text: str) -> str | None:
         words = english_words().words(text)
-        counted = [word for word in words if not all(char in PUNCTUATION_SET for char in word)]
+        kinds = _word_kinds(words)
+        counted = [word for word, kind in zip(words, kinds) if not kind & SYMBOL]
         if self.min_doc_words and len(counted) < self.min_doc_words:
             return f"gopher_short_doc: {len(counted)} words < {self.min_doc_words}"
         if self.max_doc_words and len(counted) > self.max_doc_words:
@@ -95,7 +116,7 @@ class GopherQuality(Filter):
         trailing = sum(line.rstrip().endswith(("...", "…")) for line in lines) / len(lines)
         if self.max_ellipsis_lines_ratio and trailing > self.max_ellipsis_lines_ratio:
             return f"gopher_too_many_end_ellipsis: {trailing:.3f} of lines > {self.max_ellipsis_lines_ratio}"
-        alpha = sum(any(char.isalpha() for char in word) for word in words) / len(words)
+        alpha = sum(1 for kind in kinds if kind & LETTER) / len(words)
         if self.max_non_alpha_words_ratio and alpha < self.max_non_alpha_words_ratio:
             return (f"gopher_below_alpha_threshold: {alpha:.3f} of words with a letter < "
                     f"{self.max_non_alpha_words_ratio}")
@@ -118,28 +139,45 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, characters
 
 
-def _top_ngram_characters(words: list[str], n: int) -> int:
-    """Characters covered by the most frequent n-gram (words joined by spaces), counted with its repeats; of
-    n-grams equally frequent, the first met."""
-    counts = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
-    gram, count = counts.most_common(1)[0]
-    return len(gram) * count
+class _Grams:
+    """A text's words as numbers, for its n-gram rules: each distinct word an id, and each word's length."""
 
+    def __init__(self, words: list[str]):
+        ids: dict[str, int] = {}
+        self.ids = np.fromiter((ids.setdefault(word, len(ids)) for word in words), np.int64, len(words))
+        self.lengths = np.fromiter(map(len, words), np.int64, len(words))
+        self.joined = "".join(words)
+        self.offsets = [0, *itertools.accumulate(map(len, words))]
 
-def _repeated_ngram_characters(words: list[str], n: int) -> int:
-    """Characters of n-grams (words joined without spaces) met again, read left to right, a repeat skipped over
-    whole."""
-    seen: set[str] = set()
-    characters = index = 0
-    while index < len(words) - n + 1:
-        gram = "".join(words[index:index + n])
-        if gram in seen:
-            characters += len(gram)
-            index += n
-        else:
-            seen.add(gram)
-            index += 1
-    return characters
+    def top_characters(self, n: int) -> int:
+        """Characters covered by the most frequent n-gram (its words joined by spaces), counted with its repeats;
+        of n-grams equally frequent, the first met. Words hold no space, so an n-gram is its words' ids."""
+        keys = self.ids
+        for k in range(1, n):
+            keys = np.unique(keys[:-1] * (len(self.ids) + 1) + self.ids[k:], return_inverse=True)[1].ravel()
+        counts = np.bincount(keys)
+        first = np.full(counts.size, keys.size, np.int64)
+        np.minimum.at(first, keys, np.arange(keys.size))
+        most = counts.max()
+        start = int(first[counts == most].min())
+        return (int(self.lengths[start:start + n].sum()) + n - 1) * int(most)
+
+    def repeated_characters(self, n: int) -> int:
+        """Characters of n-grams (words joined without spaces) met again, read left to right, a repeat skipped
+        over whole."""
+        joined, offsets = self.joined, self.offsets
+        seen: set[str] = set()
+        characters = index = 0
+        last = len(offsets) - n
+        while index < last:
+            gram = joined[offsets[index]:offsets[index + n]]
+            if gram in seen:
+                characters += len(gram)
+                index += n
+            else:
+                seen.add(gram)
+                index += 1
+        return characters
 
 
 class GopherRepetition(Filter):
@@ -167,13 +205,13 @@ class GopherRepetition(Filter):
             if char_share and characters / len(text) > char_share:
                 return (f"dup_{rule}_char_frac: {characters / len(text):.3f} of characters in repeated {unit}s "
                         f"> {char_share}")
-        words = english_words().words(text)
+        grams = _Grams(english_words().words(text))
         for n, share in self.top_n_grams:
-            if len(words) >= n and _top_ngram_characters(words, n) / len(text) > share:
-                covered = _top_ngram_characters(words, n) / len(text)
+            if len(grams.ids) >= n and grams.top_characters(n) / len(text) > share:
+                covered = grams.top_characters(n) / len(text)
                 return f"top_{n}_gram: the most frequent {n}-gram covers {covered:.3f} of characters > {share}"
         for n, share in self.dup_n_grams:
-            covered = _repeated_ngram_characters(words, n) / len(text)
+            covered = grams.repeated_characters(n) / len(text)
             if covered > share:
                 return f"duplicated_{n}_n_grams: repeated {n}-grams cover {covered:.3f} of characters > {share}"
         return None

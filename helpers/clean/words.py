@@ -165,8 +165,10 @@ class EnglishWords:
         if text is self.last[0]:
             return self.last[1]
         words: list[str] = []
+        known = self.runs.get
         for run in NON_SPACE.findall(text):
-            words.extend(self._tokens(run))
+            tokens = known(run)
+            words += tokens if tokens is not None else self._tokens(run)
         self.last = (text, words)
         return words
 
