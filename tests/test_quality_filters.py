@@ -136,6 +136,8 @@ def test_the_command_line_names_each_removal_s_rule_and_value_and_counts_them(co
     (["--filters", "c4-quality", "--filter-option", "c4-quality.min_sentences=3"],
      "--filter-option c4-quality.min_sentences: no such setting; fix: one of"),
     (["--filters", "c4-quality", "--filter-option", "c4-quality=3"], "not NAME.SETTING=VALUE"),
+    (["--filters", "c4-quality", "--filter-option", "c4-quality.min_num_sentences=x"],
+     "--filter-option c4-quality.min_num_sentences='x': needs a number (the default is 5)"),
     (["--filters", "c4-quality", "--filter-option", "gopher-quality.min_doc_words=3"],
      "that filter is not in --filters"),
 ])

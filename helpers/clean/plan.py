@@ -50,13 +50,30 @@ def filter_settings(filters: list[str] | str | None, options: list[str] | dict |
         name, values = item
         if name not in names:
             raise UserError(f"--filter-option {name}: that filter is not in --filters; fix: add it there")
-        allowed = set(inspect.signature(FILTERS[name]).parameters)
-        for key in values:
+        allowed = inspect.signature(FILTERS[name]).parameters
+        for key, value in values.items():
             if key not in allowed:
                 raise UserError(f"--filter-option {name}.{key}: no such setting; fix: one of "
                                 f"{', '.join(sorted(allowed))}")
+            _check_value(f"{name}.{key}", value, allowed[key].default)
         chosen.setdefault(name, {}).update(values)
     return names, tuple((name, tuple(sorted(values.items()))) for name, values in chosen.items())
+
+
+def _check_value(setting: str, value, default) -> None:
+    """Refuse a value of another kind than the setting's default (a number, true/false, a list), in one line;
+    a number may also be null, which turns its rule off."""
+    if default is None:  # a setting off by default (FineWeb's stop_chars) takes what its filter reads
+        return
+    if isinstance(default, bool):
+        fits, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, (int, float)):
+        fits, kind = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)), "a number"
+    else:
+        fits, kind = isinstance(value, (tuple, list)), "a list"
+    if not fits:
+        raise UserError(f"--filter-option {setting}={value!r}: needs {kind} (the default is {default!r}); fix: e.g. "
+                        f"{setting}={json.dumps(default)}")
 
 
 def _option(text: str) -> tuple[str, dict]:
