@@ -57,3 +57,14 @@ def test_ray_engine_reports_the_earliest_bad_record(ray_cluster, inputs, tmp_pat
     with pytest.raises(UserError, match=r"broken\.jsonl:10: field 'text'"):
         clean([broken], tmp_path / "out", engine="ray", parts=4, **STEPS)
     assert [p.name for p in (tmp_path / "out").iterdir()] == []
+
+
+def test_the_quality_filters_run_on_ray_as_on_local_processes(ray_cluster, corpus_dir, tmp_path):
+    """The filters are steps like the others: each Ray task splits words itself, and the output is the local one's."""
+    real = [corpus_dir / "docs.jsonl", corpus_dir / "code.jsonl"]
+    filters = dict(filters="c4-quality,gopher-quality,fineweb-quality", exact=True, progress=False)
+    local = clean(real, tmp_path / "local", workers=2, **filters)
+    on_ray = clean(real, tmp_path / "ray", engine="ray", parts=3, **filters)
+    assert _outputs(tmp_path / "ray") == _outputs(tmp_path / "local")
+    assert on_ray["inputs"] == local["inputs"]
+    assert {row["step"] for row in local["inputs"][0]["steps"] if row.get("rules")} >= {"c4_quality"}
