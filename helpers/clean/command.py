@@ -75,7 +75,7 @@ from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
 from .plan import filter_settings, steps_of
 from .report import Documents, removed_lines, step_table, summary_lines
-from .step import DocumentStep, Filter, Passed
+from .step import Decided, DocumentStep, Filter
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
 FILTER_NAMES = {kind.name for kind in FILTERS.values()}
@@ -258,7 +258,7 @@ class _Run:
 
     def _chain(self) -> list[DocumentStep]:
         """The document steps in force, for a pass: a filter whose verdicts are recorded passes everything."""
-        return [Passed(step) if isinstance(step, Filter) and step.name in self.decided else step for step in self.chain]
+        return [Decided(step) if isinstance(step, Filter) and step.name in self.decided else step for step in self.chain]
 
     def collect(self, name: str, collectors: list, documents: int | None = None) -> list:
         """One pass of a dedup step over every range (the run's first pass is the scan, named so): the

@@ -58,7 +58,7 @@ class Filter(DocumentStep):
         return text, self.reason(text)
 
 
-class Passed(DocumentStep):
+class Decided(DocumentStep):
     """A filter whose verdicts an earlier pass recorded, in a later pass: every document that reaches it passed, so it
     is not asked again (a filter never changes a text)."""
 
