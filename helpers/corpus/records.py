@@ -58,9 +58,10 @@ def _rows(batch: RowsBatch, keys: tuple[str, ...], bad: Bad, counts: dict) -> It
         if null is not None:
             bad(number=row, place=batch.index, kind=NULL_KIND, reason=null_reason(null), where=batch.location(index))
             continue
-        counts["bytes"] += sum(len(text.encode("utf-8")) for key in keys for text in _texts(record[key]))
+        counts["bytes"] += sum(len(text.encode("utf-8")) for key in keys for text in texts_of(record[key]))
         yield row, batch.index, None, record
 
 
-def _texts(value: str | list[str]) -> list[str]:
+def texts_of(value: str | list[str]) -> list[str]:
+    """A field's strings: the string itself, or a list of strings (a document of several sequences)."""
     return [value] if isinstance(value, str) else value

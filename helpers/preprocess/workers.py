@@ -21,6 +21,7 @@ from ..common.stop_signals import check_signals, die_with_parent, signals_held
 from ..corpus.columnar import GroupRef, RowsBatch, read_group
 from ..corpus.ranges import LineBatch
 from ..corpus.records import records as read_records
+from ..corpus.records import texts_of
 from ..datasets.indexed import IndexedWriter
 from ..engines.local import process_context
 from ..tokenizers.encoders import encode_flat, fast_tokenizer
@@ -123,11 +124,7 @@ def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
     pattern, prefix = _worker.special_pattern, _worker.special_prefix
     if pattern is None:
         return False
-    return any(prefix in text and pattern.search(text) for key in keys for text in _texts(record[key]))
-
-
-def _texts(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else value
+    return any(prefix in text and pattern.search(text) for key in keys for text in texts_of(record[key]))
 
 
 def _encode_document(value: str | list[str]) -> list[list[int]]:
@@ -136,7 +133,7 @@ def _encode_document(value: str | list[str]) -> list[list[int]]:
     settings: RunSettings = _worker.settings
     tokenizer = _worker.tokenizer
     sequences = [ids for ids in (tokenizer.encode(text, parse_special=settings.parse_special)
-                                 for text in _texts(value)) if ids]
+                                 for text in texts_of(value)) if ids]
     if sequences and settings.append_eod:
         sequences[-1].append(tokenizer.eod_id)
     return sequences
