@@ -52,10 +52,6 @@ class RangeTask:
     index: int
     columns: tuple[str, ...] = ()  # empty for JSONL
 
-    @property
-    def parquet(self) -> bool:
-        return bool(self.columns)
-
 
 @dataclass
 class Verdicts:
