@@ -33,9 +33,11 @@ texts). Steps, always in this order:
   each group is kept (`helpers.clean.lsh` says what the worst case can miss). For comparison, datatrove's
   defaults are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are
   character n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact
-  Jaccard.
+  Jaccard;
+- `--pii`: in the records kept, e-mail and public IP addresses replaced as datatrove 0.10.1's `PIIFormatter`
+  replaces them, and phone numbers by a narrow rule (`helpers.clean.pii`); the report counts each kind per input.
 
-Each step is one class on one interface (`helpers.clean.step`): normalising is a formatter, the three
+Each step is one class on one interface (`helpers.clean.step`): normalising and PII masking are formatters, the three
 removals are dedup steps (`helpers.clean.formatters`, `helpers.clean.dedup`, `helpers.clean.fuzzy`), in the
 order `helpers.clean.plan` gives. Each input is read through `helpers.corpus.inputs` and cut into contiguous
 ranges (`--parts`, default one per worker): bytes cut at line ends, or Parquet row groups (the first passes
@@ -82,8 +84,9 @@ FILTER_NAMES = {kind.name for kind in FILTERS.values()}
 
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
-          fuzzy: bool = False, threshold: float = 0.8, line_min_count: int = 10, line_min_chars: int = 30,
-          ngram: int = 5, num_perm: int = 128, bands: int | None = None, rows: int | None = None, workers: int = 1,
+          fuzzy: bool = False, pii: bool = False, threshold: float = 0.8, line_min_count: int = 10,
+          line_min_chars: int = 30, ngram: int = 5, num_perm: int = 128, bands: int | None = None,
+          rows: int | None = None, workers: int = 1,
           parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
           memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None,
@@ -96,7 +99,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
     filters, filter_options = filter_settings(filters, filter_options)
-    settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, threshold=threshold,
+    settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
+                             threshold=threshold,
                              filters=filters, filter_options=filter_options,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
@@ -143,7 +147,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
     stand for (`helpers.corpus.inputs`)."""
     if not steps:
-        raise UserError("no step asked for; fix: pass one or more of --normalize --filters --exact --lines --fuzzy")
+        raise UserError("no step asked for; fix: pass one or more of --normalize --filters --exact --lines --fuzzy "
+                        "--pii")
     step_names = [step.name for step in steps]
     for name in sorted({name for name in step_names if step_names.count(name) > 1}):
         raise UserError(f"two steps named '{name}' (removed.jsonl and the report name steps); fix: run each once, "
@@ -214,6 +219,7 @@ class _Run:
         self.chain: list[DocumentStep] = []  # the document steps in force
         self.decided: set[str] = set()  # the document steps whose verdicts are recorded
         self.notes: dict[str, dict] = {}  # what each document step noted, over every range
+        self.counted: dict[str, list[dict]] = {}  # per step, per input: the numbers it counts for the report
         self.documents: Documents | None = None
         self.offsets = np.zeros(1, np.int64)
         self.scans: list[Scan] = []
@@ -312,6 +318,12 @@ class _Run:
                         documents.reasons[int(self.offsets[k] + position)] = reason
             documents.remove(gone & alive, step.name)
             notes = self.notes.setdefault(step.name, {})
+            counted = step.counted
+            if counted:
+                per_input = self.counted.setdefault(step.name, [dict.fromkeys(counted, 0) for _ in self.names])
+                for task, result in zip(self.tasks, passed):
+                    for key in counted:
+                        per_input[task.input_index][key] += result.verdicts.notes[j].get(key, 0)
             for result in passed:
                 for key, value in result.verdicts.notes[j].items():
                     if isinstance(value, dict):
@@ -364,7 +376,7 @@ class _Run:
                       "filter_options": {name: dict(values) for name, values in settings.filter_options},
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
-                                       file_bytes=file_bytes, steps=steps,
+                                       file_bytes=file_bytes, steps=steps, counted=self.counted,
                                        by_rule={step.name for step in self.steps if step.name in FILTER_NAMES}),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": sections.get("lines"), "fuzzy": sections.get("fuzzy"),
@@ -435,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
     parser.add_argument("--fuzzy", action="store_true", help="drop near-duplicates (MinHash + LSH, word n-grams)")
+    parser.add_argument("--pii", action="store_true",
+                        help="replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone numbers")
     parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
     parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")
     parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
@@ -458,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
                    filters=args.filters, filter_options=args.filter_option,
-                   fuzzy=args.fuzzy, threshold=args.threshold, line_min_count=args.line_min_count,
+                   fuzzy=args.fuzzy, pii=args.pii, threshold=args.threshold, line_min_count=args.line_min_count,
                    line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
                    rows=args.rows,
                    workers=args.workers, parts=args.parts, engine=args.engine, ray_address=args.ray_address,

@@ -24,6 +24,7 @@ class CleanSettings:
     exact: bool = False
     lines: bool = False
     fuzzy: bool = False
+    pii: bool = False
     filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
     filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
     threshold: float = 0.8

@@ -1,5 +1,6 @@
 """The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, the quality filters in
-the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, each as its flag asks."""
+the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, then PII masking (on the
+records kept, as FineWeb's pipeline does it last), each as its flag asks."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from .dedup import ExactDedup, LineDedup
 from .filters import FILTERS
 from .formatters import Normalize
 from .fuzzy import FuzzyDedup
+from .pii import PiiMask
 
-STEPS = ("normalize", "exact", "lines", "fuzzy")  # what the flags name, in the order the steps run
+STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the flags name, in the order the steps run
 
 
 def steps_of(settings) -> list:
@@ -30,6 +32,8 @@ def steps_of(settings) -> list:
         steps.append(FuzzyDedup(threshold=settings.threshold, ngram=settings.ngram, num_perm=settings.num_perm,
                                 bands=settings.bands, rows=settings.rows, seed=settings.seed,
                                 memory_limit=settings.memory_limit))
+    if settings.pii:
+        steps.append(PiiMask())
     return steps
 
 

@@ -57,11 +57,12 @@ class Documents:
 
 
 def step_table(documents: Documents, names: list[str], bad_counts: list[int], file_bytes: list[int],
-               steps: list[str], by_rule: set[str] = frozenset()) -> list[dict]:
+               steps: list[str], by_rule: set[str] = frozenset(), counted: dict | None = None) -> list[dict]:
     """Per input: for reading (bytes in: the file's, as read, blank lines and all, or for a Parquet input the
     UTF-8 bytes of its texts, the only column read; out: the texts') and each
     step run, documents and text bytes in, removed (whole records), trimmed (cut from records kept:
-    normalising, repeated lines) and out; for the steps in `by_rule` (filters), removals per rule."""
+    normalising, repeated lines) and out; for the steps in `by_rule` (filters), removals per rule; for the steps in
+    `counted` (name: per input, what the step counts, e.g. the addresses `--pii` replaced), those counts."""
     table = []
     for index, name in enumerate(names):
         mine = documents.input_index == index
@@ -83,6 +84,8 @@ def step_table(documents: Documents, names: list[str], bad_counts: list[int], fi
             if step in by_rule:  # a filter's removals by the rule that failed (its reasons read "rule: value")
                 rules = [documents.reasons[int(i)].split(":")[0] for i in np.flatnonzero(removed)]
                 rows[-1]["rules"] = {rule: rules.count(rule) for rule in sorted(set(rules))}
+            if counted and step in counted:
+                rows[-1]["counts"] = counted[step][index]
             alive, previous = after, current
         table.append({"file": name, "steps": rows})
     return table

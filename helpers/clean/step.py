@@ -24,6 +24,7 @@ class DocumentStep:
     """A step that decides each document alone (a formatter or a filter)."""
 
     name = ""
+    counted: tuple[str, ...] = ()  # numbers it notes that the report gives per input (e.g. addresses replaced)
 
     def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
         """The text passed on, and None, or the reason the document goes."""
