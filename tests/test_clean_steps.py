@@ -13,7 +13,7 @@ from helpers.clean.dedup import ExactDedup
 from helpers.clean.formatters import Normalize
 from helpers.clean.passes import CleanSettings
 from helpers.clean.plan import steps_of
-from helpers.clean.step import Dedup, DocumentStep, Filter, Formatter
+from helpers.clean.step import Dedup, DocumentStep, Filter, Formatter, Labeller
 from helpers.clean.text_keys import exact_digest, is_empty, normalize_text
 from helpers.common.errors import UserError
 
@@ -96,3 +96,41 @@ def test_the_flags_give_the_package_steps_in_order():
 def test_two_steps_of_one_name_are_refused(corpus_dir, tmp_path):
     with pytest.raises(UserError, match="two steps named 'normalize'"):
         clean([corpus_dir / "docs.jsonl"], tmp_path, steps=[Normalize(), Normalize()], progress=False)
+
+
+class LineCount(Labeller):
+    """Labels each document with its line count and first word; drops one of fewer than `least` lines."""
+
+    name = "line_count"
+    fields = {"line_count": "float", "first_word": "string"}
+
+    def __init__(self, least: int):
+        self.least = least
+
+    def judge(self, text: str) -> tuple[str | None, dict]:
+        count = text.count("\n") + 1
+        labels = {"line_count": float(count), "first_word": (text.split() or [""])[0]}
+        return (f"lines: {count} < {self.least}" if count < self.least else None), labels
+
+
+@pytest.mark.parametrize("parts", [1, 5])
+def test_a_labeller_s_labels_are_written_as_fields_and_columns(corpus_dir, tmp_path, parts):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = [json.loads(line) for line in open(corpus_dir / "docs.jsonl", encoding="utf-8")]
+    parquet = tmp_path / "docs.parquet"
+    pq.write_table(pa.Table.from_pylist(records), parquet, row_group_size=10)
+    report = clean([corpus_dir / "docs.jsonl"], tmp_path / "jsonl", steps=[LineCount(20), ExactDedup()], parts=parts,
+                   workers=2, progress=False)
+    clean([parquet], tmp_path / "parquet", steps=[LineCount(20), ExactDedup()], parts=parts, workers=2, progress=False)
+    judged = [(record, LineCount(20).judge(record["text"])) for record in records]
+    wanted = [{**record, **labels} for record, (reason, labels) in judged if reason is None]
+    assert 0 < len(wanted) < len(records) and report["inputs"][0]["steps"][1]["removed"] > 0
+    written = [json.loads(line) for line in open(tmp_path / "jsonl" / "docs.jsonl", encoding="utf-8")]
+    assert written == [record for record in wanted if record["id"] not in
+                       {entry["id"] for entry in map(json.loads, open(tmp_path / "jsonl" / "removed.jsonl"))}]
+    table = pq.read_table(tmp_path / "parquet" / "docs.parquet")
+    assert table.schema.names == [*records[0], "line_count", "first_word"]
+    assert table.schema.field("line_count").type == pa.float64()
+    assert table.to_pylist() == written

@@ -77,7 +77,7 @@ from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
 from .plan import filter_settings, steps_of
 from .report import Documents, removed_lines, step_table, summary_lines
-from .step import Decided, DocumentStep, Filter
+from .step import Decided, DocumentStep, Filter, Labeller, labelled_fields
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
 FILTER_NAMES = {kind.name for kind in FILTERS.values()}
@@ -263,8 +263,10 @@ class _Run:
         return results
 
     def _chain(self) -> list[DocumentStep]:
-        """The document steps in force, for a pass: a filter whose verdicts are recorded passes everything."""
-        return [Decided(step) if isinstance(step, Filter) and step.name in self.decided else step for step in self.chain]
+        """The document steps in force, for a pass: a filter whose verdicts are recorded passes everything (but a
+        labeller labels again)."""
+        return [Decided(step) if isinstance(step, Filter) and not isinstance(step, Labeller)
+                and step.name in self.decided else step for step in self.chain]
 
     def collect(self, name: str, collectors: list, documents: int | None = None) -> list:
         """One pass of a dedup step over every range (the run's first pass is the scan, named so): the
@@ -397,7 +399,7 @@ class _Run:
             joined = temporary_name(self.out / name)
             self.temporaries.append(joined)
             mine = [part for task, part in zip(self.tasks, parts) if task.input_index == index]
-            self.sources[index].join_parts(mine, joined)
+            self.sources[index].join_parts(mine, joined, fields=labelled_fields(chain))
             check_signals()
         self._write_saved_metadata()
 

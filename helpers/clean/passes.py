@@ -13,7 +13,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..corpus.records import records
-from .step import Collector, DocumentStep
+from .step import Collector, DocumentStep, Labeller, labelled_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,12 +58,13 @@ class RangeTask:
 class Verdicts:
     """What the document steps in force did to the records of a range a pass read: the text's UTF-8 bytes after
     each step (0 where a record did not reach it), the step that dropped a record (-1: none) and why, and what
-    each step noted (`helpers.clean.step`)."""
+    each step noted (`helpers.clean.step`); the labels of the records kept, where a labeller is in force."""
 
     bytes_after: list[list[int]]  # per step, per record
     gone_at: list[int]
     reasons: dict[int, str]
     notes: list[dict]
+    labels: dict[int, dict] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, steps: int) -> "Verdicts":
@@ -74,7 +75,11 @@ class Verdicts:
         gone = -1
         for j, step in enumerate(chain):
             if text is not None:
-                text, reason = step.apply(text, self.notes[j])
+                if isinstance(step, Labeller):
+                    reason, labels = step.judge(text)
+                    self.labels.setdefault(position, {}).update(labels)
+                else:
+                    text, reason = step.apply(text, self.notes[j])
                 self.bytes_after[j].append(len(text.encode("utf-8")))
                 if reason is not None:
                     gone, text = j, None
@@ -184,7 +189,8 @@ def write_part(task: RangeTask, settings: CleanSettings, chain: list[DocumentSte
         return verdicts.applied(chain, position, text)
 
     written = task.source.write_part(task.start, task.end, part, text_key=settings.text_key, removed=removed,
-                                     rewrite=rewrite, bad=_bad_records(settings, None))
+                                     rewrite=rewrite, bad=_bad_records(settings, None),
+                                     fields=labelled_fields(chain), labels=lambda position: verdicts.labels[position])
     while seen[0] < len(removed):
         verdicts.applied(chain, seen[0], None)
         seen[0] += 1

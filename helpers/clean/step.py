@@ -4,6 +4,8 @@ dedup), in files of their kind: `helpers.clean.formatters`, `helpers.clean.dedup
 - A **formatter** takes a text and gives a text (`format`). One that leaves no visible text can drop the document
   (`drops_empty`), saying why (`empty_reason`).
 - A **filter** keeps a document or says why it goes (`reason`, e.g. `mean word length 2.1 < 3`; None keeps it).
+  A **labeller** is a filter that also labels each document it keeps with record fields (`judge`: the language
+  and its score), which the output records carry (JSONL fields, Parquet columns).
 - A **dedup** step decides across documents. In each of its passes a worker hands a `Collector` the text of every
   document still kept, as the steps before it left the text, and sends back small arrays, never texts; the driver
   decides from them which documents go (`Dedup.run`). Once decided, the step may go on changing the text of the
@@ -57,6 +59,26 @@ class Filter(DocumentStep):
 
     def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
         return text, self.reason(text)
+
+
+class Labeller(Filter):
+    """A filter that labels the documents it keeps: `fields` names each label and its kind ("string" or "float",
+    for a columnar output's schema); the output records carry them. Its labels are made again in the pass that
+    writes, so it is never `Decided`."""
+
+    fields: dict[str, str] = {}
+
+    def judge(self, text: str) -> tuple[str | None, dict]:
+        """The reason the document goes (None keeps it), and its labels."""
+        raise NotImplementedError
+
+    def reason(self, text: str) -> str | None:
+        return self.judge(text)[0]
+
+
+def labelled_fields(steps: list) -> dict[str, str]:
+    """The record fields the labellers among `steps` add, with their kinds, in order."""
+    return {name: kind for step in steps if isinstance(step, Labeller) for name, kind in step.fields.items()}
 
 
 class Decided(DocumentStep):

@@ -119,13 +119,15 @@ class ColumnarInput:
             yield from group_batches(opened, index, first=first, columns=columns, batch_bytes=batch_bytes)
 
     def write_part(self, start: int, end: int, part: str, *, text_key: str, removed: np.ndarray,
-                   rewrite: Callable[[int, str], str | None], bad=None) -> tuple[int, int]:
+                   rewrite: Callable[[int, str], str | None], bad=None, fields: dict | None = None,
+                   labels: Callable[[int], dict] | None = None) -> tuple[int, int]:
         """Groups `[start, end)` of a one-file input, their kept rows (good records not `removed`, the text
-        `rewrite(position, text)`n, or dropped where that is None), every column, into the file `part` in the
-        input's format; (rows, text bytes) written."""
+        `rewrite(position, text)`n, or dropped where that is None), every column, and the columns `fields` holding
+        each row's `labels(position)`, into the file `part` in the input's format; (rows, text bytes) written."""
         return write_columnar_part(self.files[0], start, end, part, text_key=text_key, removed=removed,
-                                   rewrite=rewrite)
+                                   rewrite=rewrite, fields=fields or {}, labels=labels)
 
-    def join_parts(self, parts: list[Path], joined: Path) -> None:
-        """The parts written by `write_part`, in order, into one file of the input's format."""
-        join_columnar_parts(parts, joined, self.files[0])
+    def join_parts(self, parts: list[Path], joined: Path, fields: dict | None = None) -> None:
+        """The parts written by `write_part` (with the same `fields`), in order, into one file of the input's
+        format."""
+        join_columnar_parts(parts, joined, self.files[0], fields=fields or {})

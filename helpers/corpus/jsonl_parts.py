@@ -1,6 +1,6 @@
 """Cleaned parts of a JSONL input: each range's kept records written as a part file, in order, then the parts
 joined byte for byte. A record whose text is unchanged is copied as it was read; one whose text changed is the
-same JSON object with the new text."""
+same JSON object with the new text, and the labels a step gave it (fields added or replaced)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from .records import Bad, records
 
 
 def write_jsonl_part(source, start: int, end: int | None, part: str, *, text_key: str, removed: np.ndarray,
-                     rewrite: Callable[[int, str], str | None], bad: Bad) -> tuple[int, int]:
+                     rewrite: Callable[[int, str], str | None], bad: Bad,
+                     labels: Callable[[int], dict] | None = None) -> tuple[int, int]:
     """The kept records of bytes `[start, end)` of `source` into the part file `part`, written under a name of
     this process and renamed when complete, so a retried task only writes it again: each good record not
     `removed` with its text `rewrite(position, text)` (its position among the range's good records), or
-    dropped where that is None. Returns (records, bytes) written."""
+    dropped where that is None, and with `labels`, the fields `labels(position)` gives set in it. Returns
+    (records, bytes) written."""
     written = size = position = 0
     counts = {"bytes": 0, "blank": 0}
     with written_atomically(part, "wb") as out:
@@ -32,10 +34,12 @@ def write_jsonl_part(source, start: int, end: int | None, part: str, *, text_key
                 new_text = rewrite(position - 1, text)
                 if new_text is None:
                     continue
-                if new_text == text:
+                added = labels(position - 1) if labels is not None else None
+                if new_text == text and not added:
                     line = raw.rstrip(b"\r\n") + b"\n"
                 else:
                     record[text_key] = new_text
+                    record.update(added or {})
                     line = _serialised(record)
                 out.write(line)
                 written += 1

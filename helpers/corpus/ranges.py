@@ -133,12 +133,15 @@ class JsonlInput:
             yield from _file_batches(file, max(start - first, 0), local_end)
 
     def write_part(self, start: int, end: int | None, part: str, *, text_key: str, removed: np.ndarray,
-                   rewrite: Callable[[int, str], str | None], bad) -> tuple[int, int]:
+                   rewrite: Callable[[int, str], str | None], bad, fields: dict | None = None,
+                   labels: Callable[[int], dict] | None = None) -> tuple[int, int]:
         """Bytes `[start, end)`, their kept records (good records not `removed`, the text `rewrite`n, or dropped
-        where that is None), into the file `part` (`helpers.corpus.jsonl_parts`); (records, bytes) written."""
-        return write_jsonl_part(self, start, end, part, text_key=text_key, removed=removed, rewrite=rewrite, bad=bad)
+        where that is None; with `fields`, each carrying its `labels(position)`), into the file `part`
+        (`helpers.corpus.jsonl_parts`); (records, bytes) written."""
+        return write_jsonl_part(self, start, end, part, text_key=text_key, removed=removed, rewrite=rewrite, bad=bad,
+                                labels=labels if fields else None)
 
-    def join_parts(self, parts: list[Path], joined: Path) -> None:
+    def join_parts(self, parts: list[Path], joined: Path, fields: dict | None = None) -> None:
         """The parts written by `write_part`, in order, into one plain JSONL file."""
         join_jsonl_parts(parts, joined)
 
