@@ -184,3 +184,40 @@ def test_a_long_streams_choice_is_made_as_it_is_read(monkeypatch):
         patched.setattr(schedule, "_choose", refused)
         short.of([0])
     assert short.made == GREEDY_SAMPLES - 1
+
+
+WORDS = st.lists(st.sampled_from(["a", "b", "ab", "c", "bc", "abc", "é", "日本", "x" * 7]), max_size=80)
+
+
+@FEW
+@given(words=WORDS)
+def test_gopher_s_n_gram_measures(words):
+    """Both joins matter: ("ab", "c") repeats ("a", "bc") without spaces, never with them."""
+    from helpers.clean import ngrams
+
+    grams = ngrams.Grams(words)
+    for n in (2, 3, 4):
+        if len(words) >= n:
+            bare, starts, spaced, spaced_starts = grams.compiled()
+            assert ngrams._top_characters(spaced.codes, spaced.prefix, spaced.inverse, starts=spaced_starts,
+                                          n=n) == ngrams.top_characters_python(words, n)
+    for n in range(1, 11):
+        bare, starts, _, _ = grams.compiled()
+        assert ngrams._repeated_characters(bare.codes, bare.prefix, bare.inverse, starts=starts,
+                                           n=n) == ngrams.repeated_characters_python(words, n)
+
+
+def test_n_gram_keys_that_collide_are_measured_again_exactly(monkeypatch):
+    """Were every key the same, the compiled loops would find different n-grams under one key and hand the
+    document to the twin."""
+    from helpers.clean import ngrams
+
+    words = ["to", "be", "or", "not", "to", "be"] * 30 + ["that", "is", "the", "question"] * 20
+    expected = [ngrams.top_characters_python(words, 2), ngrams.repeated_characters_python(words, 5)]
+    real = ngrams._Text.of
+    monkeypatch.setattr(ngrams._Text, "of", classmethod(lambda cls, codes: cls(codes, real(codes).prefix * 0,
+                                                                                real(codes).inverse)))
+    grams = ngrams.Grams(words)
+    bare, starts, _, _ = grams.compiled()
+    assert ngrams._repeated_characters(bare.codes, bare.prefix, bare.inverse, starts=starts, n=5) == -1
+    assert [grams.top_characters(2), grams.repeated_characters(5)] == expected

@@ -71,8 +71,9 @@ from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
-from .filters import FILTERS, english_words
+from .filters import FILTERS, GopherRepetition, english_words
 from .lsh import check_bands, check_threshold
+from .ngrams import load_compiled
 from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
 from .plan import filter_settings, steps_of
@@ -121,6 +122,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                progress=progress, steps=steps)
     if any(getattr(step, "splits_words", False) for step in steps):
         english_words()  # spaCy loaded once here: forked workers start with it
+    if any(isinstance(step, GopherRepetition) for step in steps):
+        load_compiled()  # and numba's loops
     started = time.perf_counter()
     try:
         with engine_for(engine, workers, ray_address) as runner:

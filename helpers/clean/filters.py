@@ -21,11 +21,9 @@ English (`helpers.clean.words`).
 
 from __future__ import annotations
 
-import itertools
 import re
 
-import numpy as np
-
+from .ngrams import Grams
 from .punctuation import PUNCTUATION_SET, SENTENCE_ENDS
 from .step import DocumentStep, Filter
 from .words import EnglishWords
@@ -139,47 +137,6 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, characters
 
 
-class _Grams:
-    """A text's words as numbers, for its n-gram rules: each distinct word an id, and each word's length."""
-
-    def __init__(self, words: list[str]):
-        ids: dict[str, int] = {}
-        self.ids = np.fromiter((ids.setdefault(word, len(ids)) for word in words), np.int64, len(words))
-        self.lengths = np.fromiter(map(len, words), np.int64, len(words))
-        self.joined = "".join(words)
-        self.offsets = [0, *itertools.accumulate(map(len, words))]
-
-    def top_characters(self, n: int) -> int:
-        """Characters covered by the most frequent n-gram (its words joined by spaces), counted with its repeats;
-        of n-grams equally frequent, the first met. Words hold no space, so an n-gram is its words' ids."""
-        keys = self.ids
-        for k in range(1, n):
-            keys = np.unique(keys[:-1] * (len(self.ids) + 1) + self.ids[k:], return_inverse=True)[1].ravel()
-        counts = np.bincount(keys)
-        first = np.full(counts.size, keys.size, np.int64)
-        np.minimum.at(first, keys, np.arange(keys.size))
-        most = counts.max()
-        start = int(first[counts == most].min())
-        return (int(self.lengths[start:start + n].sum()) + n - 1) * int(most)
-
-    def repeated_characters(self, n: int) -> int:
-        """Characters of n-grams (words joined without spaces) met again, read left to right, a repeat skipped
-        over whole."""
-        joined, offsets = self.joined, self.offsets
-        seen: set[str] = set()
-        characters = index = 0
-        last = len(offsets) - n
-        while index < last:
-            gram = joined[offsets[index]:offsets[index + n]]
-            if gram in seen:
-                characters += len(gram)
-                index += n
-            else:
-                seen.add(gram)
-                index += 1
-        return characters
-
-
 class GopherRepetition(Filter):
     name = "gopher_repetition"
     splits_words = True
@@ -205,9 +162,9 @@ class GopherRepetition(Filter):
             if char_share and characters / len(text) > char_share:
                 return (f"dup_{rule}_char_frac: {characters / len(text):.3f} of characters in repeated {unit}s "
                         f"> {char_share}")
-        grams = _Grams(english_words().words(text))
+        grams = Grams(english_words().words(text))
         for n, share in self.top_n_grams:
-            if len(grams.ids) >= n and grams.top_characters(n) / len(text) > share:
+            if grams.count >= n and grams.top_characters(n) / len(text) > share:
                 covered = grams.top_characters(n) / len(text)
                 return f"top_{n}_gram: the most frequent {n}-gram covers {covered:.3f} of characters > {share}"
         for n, share in self.dup_n_grams:

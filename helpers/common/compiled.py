@@ -14,7 +14,9 @@ machine:
 - a batch, by the tokens of its windows: at 8 rows of 2,049 the twins gather and lay out a batch in 63 us
   against numba's 35 us, at 32 rows in 233 us against 138 us, so batches of 32 x 2,048 and up are compiled;
 - a blend's or a schedule's greedy rule, by samples: the Python loop takes about 2 us a sample with three
-  datasets, 0.1 s for 50,000.
+  datasets, 0.1 s for 50,000;
+- Gopher's n-gram measures of a document (`helpers.clean.ngrams`), by words: all nine took the twins 166 us at
+  100 words and 1.8 ms at 1,000, the compiled loops 45 us and 155 us.
 """
 
 from __future__ import annotations

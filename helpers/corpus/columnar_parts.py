@@ -33,7 +33,8 @@ def write_columnar_part(file: Path, start: int, end: int, part: str, *, text_key
             pieces = [kept.of(read) for read in source.reads(group, tuple(source.schema.names))]
             table = pa.Table.from_batches(pieces, schema=source.schema)
             if fields:
-                table = _labelled(pa, table, schema, fields, [labels(position) for position in kept.positions])
+                table = _labelled(pa, table, schema=schema, fields=fields,
+                                  labels=[labels(position) for position in kept.positions])
             _write_group(writer, table)
             kept.positions.clear()
     return kept.rows, kept.bytes
