@@ -87,10 +87,13 @@ def test_steps_written_outside_the_package_run_between_its_own(corpus_dir, tmp_p
 
 
 def test_the_flags_give_the_package_steps_in_order():
-    settings = CleanSettings(normalize=True, exact=True, lines=True, fuzzy=True)
+    settings = CleanSettings(normalize=True, exact=True, lines=True, fuzzy=True, pii=True, languages=("en",),
+                             filters=("c4-quality", "gopher-quality"))
     made = steps_of(settings)
-    assert [step.name for step in made] == ["normalize", "exact", "lines", "fuzzy"]
-    assert isinstance(made[0], DocumentStep) and all(isinstance(step, Dedup) for step in made[1:])
+    assert [step.name for step in made] == ["normalize", "language", "c4_quality", "gopher_quality", "exact", "lines",
+                                            "fuzzy", "pii"]
+    assert all(isinstance(step, DocumentStep) for step in made[:4] + made[-1:])
+    assert all(isinstance(step, Dedup) for step in made[4:-1])
 
 
 def test_two_steps_of_one_name_are_refused(corpus_dir, tmp_path):

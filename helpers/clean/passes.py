@@ -25,6 +25,8 @@ class CleanSettings:
     lines: bool = False
     fuzzy: bool = False
     pii: bool = False
+    languages: tuple[str, ...] = ()  # ISO codes to keep, ("any",) for any; empty: no language ID
+    language_threshold: float = 0.65
     filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
     filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
     threshold: float = 0.8

@@ -1,6 +1,6 @@
-"""The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, the quality filters in
-the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, then PII masking (on the
-records kept, as FineWeb's pipeline does it last), each as its flag asks."""
+"""The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, language ID, the
+quality filters in the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, then PII
+masking (on the records kept, as FineWeb's pipeline does it last), each as its flag asks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .dedup import ExactDedup, LineDedup
 from .filters import FILTERS
 from .formatters import Normalize
 from .fuzzy import FuzzyDedup
+from .language import LanguageId
 from .pii import PiiMask
 
 STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the flags name, in the order the steps run
@@ -22,6 +23,8 @@ def steps_of(settings) -> list:
     steps: list = []
     if settings.normalize:
         steps.append(Normalize())
+    if settings.languages:
+        steps.append(LanguageId(settings.languages, settings.language_threshold))
     options = dict(settings.filter_options)
     steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
     if settings.exact:
