@@ -156,3 +156,17 @@ def test_filters_give_the_same_output_for_any_number_of_parts(corpus_dir, tmp_pa
     for name in ("docs.jsonl", "code.jsonl", "removed.jsonl"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
     assert one["inputs"] == many["inputs"]
+
+
+def test_a_new_process_splits_words_from_the_kept_rules_without_importing_spacy(corpus_dir, tmp_path, monkeypatch):
+    """The rules are read from spaCy once per version and kept; they are spaCy's own (read again, the same)."""
+    from helpers.clean import words
+
+    monkeypatch.setattr(words, "CACHE_DIR", tmp_path)
+    first = words.english_rules()
+    assert list(tmp_path.glob("spacy-*-english-rules-*.json")) and words.english_rules() == first
+    probe = ("import sys; from helpers.clean.words import EnglishWords; "
+             "print(EnglishWords().words(\"Don't stop (at 3 p.m.) :-)\"), 'spacy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "False"

@@ -6,7 +6,9 @@ whitespace first and tokenizes each run of non-whitespace characters on its own 
 suffixes and infixes), so a run's tokens do not depend on the text around it. Here each distinct run is
 tokenized once and remembered, by spaCy's own algorithm written out in Python over spaCy's own rules (its special
 cases, prefix, suffix, infix and URL expressions, read from the installed spaCy), which gives the same tokens
-without building spaCy's documents and vocabulary entries (several times cheaper for a new run). spaCy's last
+without building spaCy's documents and vocabulary entries (several times cheaper for a new run). The rules are read
+from spaCy once per version and kept in `data/cache/` (`english_rules`), so a later process starts in milliseconds
+instead of importing spaCy (about 2 s). spaCy's last
 phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is left to spaCy
 itself for the few runs where it could apply. The sentencizer's rule is applied to the same tokens: a sentence
 starts at the first token that is neither punctuation nor one of its sentence-final characters after one of those
@@ -19,25 +21,67 @@ space or punctuation is one word, so word counts and mean word lengths there mea
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import re
 import unicodedata
 
 from ..common.errors import UserError
+from ..common.files import written_atomically
+from ..common.paths import CACHE_DIR
 
 RUNS = re.compile(r"\S+|\s+")
 NON_SPACE = re.compile(r"\S+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
 CACHED_RUNS = 1 << 20  # distinct runs remembered per process
+RULES_FORMAT = 1  # of the file `english_rules` keeps
+INSTALL = "the quality filters split English words as spaCy's blank English pipeline does; fix: pip install -e " \
+          "'.[quality]' (or pip install spacy)"
 
 
 def _spacy_english():
     try:
         import spacy
     except ImportError:
-        raise UserError("the quality filters split English words as spaCy's blank English pipeline does; fix: pip "
-                        "install -e '.[quality]' (or pip install spacy)") from None
+        raise UserError(INSTALL) from None
     nlp = spacy.blank("en")
     return nlp.tokenizer, set(nlp.add_pipe("sentencizer").punct_chars)
+
+
+def english_rules() -> dict:
+    """spaCy's English tokenizer rules (special cases as their pieces' texts, in spaCy's order; the prefix, suffix,
+    infix and URL expressions with their flags) and the sentencizer's sentence-final characters, as plain data: read
+    from the installed spaCy the first time, then from `data/cache/spacy-<version>-english-rules.json`."""
+    try:
+        version = importlib.metadata.version("spacy")
+    except importlib.metadata.PackageNotFoundError:
+        raise UserError(INSTALL) from None
+    path = CACHE_DIR / f"spacy-{version}-english-rules-{RULES_FORMAT}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    tokenizer, sentence_ends = _spacy_english()
+
+    def expression(method) -> list | None:
+        return None if method is None else [method.__self__.pattern, method.__self__.flags]
+
+    rules = {"special_cases": {key: [piece[ORTH] for piece in pieces] for key, pieces in tokenizer.rules.items()},
+             "prefix": expression(tokenizer.prefix_search), "suffix": expression(tokenizer.suffix_search),
+             "infix": expression(tokenizer.infix_finditer), "url": expression(tokenizer.url_match),
+             "token": expression(tokenizer.token_match), "faster_heuristics": bool(tokenizer.faster_heuristics),
+             "sentence_ends": sorted(sentence_ends)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with written_atomically(path) as handle:
+            json.dump(rules, handle, ensure_ascii=False)
+    except OSError:  # a read-only install reads spaCy again next time
+        pass
+    return rules
+
+
+def _compiled(expression: list | None, method: str):
+    return None if expression is None else getattr(re.compile(expression[0], expression[1]), method)
 
 
 class EnglishWords:
@@ -45,22 +89,41 @@ class EnglishWords:
     them for English (see the module docstring)."""
 
     def __init__(self):
-        self.tokenizer, self.sentence_ends = _spacy_english()
-        self.rules = self.tokenizer.rules
-        self.url_match, self.token_match = self.tokenizer.url_match, self.tokenizer.token_match
+        rules = english_rules()
+        self.rules = {key: tuple(pieces) for key, pieces in rules["special_cases"].items()}
+        self.prefix_search, self.suffix_search = (_compiled(rules["prefix"], "search"),
+                                                  _compiled(rules["suffix"], "search"))
+        self.infix_finditer = _compiled(rules["infix"], "finditer")
+        self.url_match, self.token_match = _compiled(rules["url"], "match"), _compiled(rules["token"], "match")
+        self.sentence_ends = set(rules["sentence_ends"])
+        self._tokenizer = None
         self.joins: dict[str, list[tuple[str, ...]]] = {}  # first token -> the affix tokens of special cases
         loaded: set[str] = set()
-        tokenizer = self.tokenizer
         for key in self.rules:  # in the order spaCy loads them, each split with the special cases loaded before
             loaded.add(key)
-            if (not tokenizer.faster_heuristics or tokenizer.find_prefix(key) or tokenizer.find_infix(key)
-                    or tokenizer.find_suffix(key) or " " in key):
+            if (not rules["faster_heuristics"] or self._affix_length(self.prefix_search, key)
+                    or self._infixed_at(key) or self._affix_length(self.suffix_search, key) or " " in key):
                 pattern = self._split(key, specials=False, known=loaded)
-                if pattern and pattern != tuple(piece[ORTH] for piece in self.rules[key]):  # joining changes them
+                if pattern and pattern != self.rules[key]:  # spaCy's joining would change them
                     self.joins.setdefault(pattern[0], []).append(pattern)
         self.runs: dict[str, tuple[str, ...]] = {}
         self.punct: dict[str, bool] = {}
         self.last: tuple = (None, [])
+
+    @property
+    def tokenizer(self):
+        """spaCy's own tokenizer, loaded only when a run needs its joining phase."""
+        if self._tokenizer is None:
+            self._tokenizer = _spacy_english()[0]
+        return self._tokenizer
+
+    @staticmethod
+    def _affix_length(search, string: str) -> int:
+        found = search(string) if search is not None else None
+        return found.end() - found.start() if found is not None else 0
+
+    def _infixed_at(self, string: str) -> bool:
+        return self.infix_finditer is not None and next(self.infix_finditer(string), None) is not None
 
     def __getstate__(self) -> dict:
         return {}  # a worker builds its own (spaCy's tokenizer is rebuilt, the cache starts empty)
@@ -84,7 +147,7 @@ class EnglishWords:
         """spaCy's affix algorithm on one run: prefixes and suffixes peeled off in turn (stopping at a special case),
         then the rest as a special case's pieces, one URL, or cut at its infixes. `specials` False: as spaCy splits
         a special case's own text, where `known` are the special cases it has loaded so far."""
-        rules, tokenizer, token_match = self.rules, self.tokenizer, self.token_match
+        rules, token_match = self.rules, self.token_match
         known = rules if known is None else known
         prefixes: list[str] = []
         suffixes: list[str] = []
@@ -95,16 +158,14 @@ class EnglishWords:
             if specials and string in rules:
                 break
             last = len(string)
-            found = tokenizer.prefix_search(string)
-            before = found.end() - found.start() if found is not None else 0
+            before = self._affix_length(self.prefix_search, string)
             if before:
                 prefix, rest = string[:before], string[before:]
                 if rest and specials and rest in rules:
                     string = rest
                     prefixes.append(prefix)
                     break
-            found = tokenizer.suffix_search(string[before:])
-            after = found.end() - found.start() if found is not None else 0
+            after = self._affix_length(self.suffix_search, string[before:])
             if after:
                 suffix, rest_before = string[-after:], string[:-after]
                 if rest_before and specials and rest_before in rules:
@@ -126,7 +187,7 @@ class EnglishWords:
         tokens = prefixes
         if string:
             if specials and string in rules:
-                tokens.extend(piece[ORTH] for piece in rules[string])
+                tokens.extend(rules[string])
             elif ((token_match is not None and token_match(string))
                   or (self.url_match is not None and self.url_match(string))):
                 tokens.append(string)
@@ -138,7 +199,9 @@ class EnglishWords:
     def _infixed(self, string: str) -> list[str]:
         """A string cut at its infixes, each infix a token of its own (empty ones only cut)."""
         pieces, start = [], 0
-        for match in self.tokenizer.infix_finditer(string):
+        if self.infix_finditer is None:
+            return [string]
+        for match in self.infix_finditer(string):
             if match.start() == 0:
                 continue
             if match.start() != start:
