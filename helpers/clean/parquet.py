@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from ..corpus.columnar import ARROW, SAVED_STATE, open_columnar
+from ..corpus.columnar_parts import with_label_features
 
 
 def saved_folder(file: Path) -> Path | None:
@@ -31,9 +32,10 @@ def read_columns(source, text_key: str) -> tuple[str, ...]:
     return (text_key,) + (("id",) if "id" in schema.names and text_key != "id" else ())
 
 
-def saved_state(folder: Path, files: list[str], written: list[Path]) -> tuple[str, str]:
+def saved_state(folder: Path, files: list[str], written: list[Path], fields: dict | None = None) -> tuple[str, str]:
     """The `state.json` of a cleaned saved dataset, listing its `files`, with a fingerprint of their
-    contents (a new one: the rows differ), and its `dataset_info.json` as the input had it."""
+    contents (a new one: the rows differ), and its `dataset_info.json` as the input had it, with the features of
+    the label columns of `fields` (`helpers.clean.step.Labeller`) added."""
     state = json.loads((folder / SAVED_STATE).read_text())
     digest = hashlib.sha256(state.get("_fingerprint", "").encode())
     for path in written:
@@ -43,4 +45,8 @@ def saved_state(folder: Path, files: list[str], written: list[Path]) -> tuple[st
     state["_data_files"] = [{"filename": name} for name in files]
     state["_fingerprint"] = digest.hexdigest()[:16]
     info = folder / "dataset_info.json"
-    return json.dumps(state, indent=2) + "\n", info.read_text() if info.is_file() else "{}\n"
+    if not fields:
+        return json.dumps(state, indent=2) + "\n", info.read_text() if info.is_file() else "{}\n"
+    described = json.loads(info.read_text()) if info.is_file() else {}
+    described["features"] = with_label_features(described.get("features", {}), fields)
+    return json.dumps(state, indent=2) + "\n", json.dumps(described, indent=2) + "\n"

@@ -9,11 +9,14 @@ output is the same for any number of parts (a document alone gives datatrove's o
 
 Phone numbers are datatrove's gap, filled by a narrow rule that prefers missing a number to mangling a version
 string or a table of figures (`PHONE_RULE`): an international number written with its `+` and a country code
-(which never starts with 0), 8 to 15 digits in all as E.164 allows, in groups cut by single spaces, dots or
-hyphens, an area code perhaps in brackets; or a North American one written `(NXX) NXX-XXXX`, `NXX-NXX-XXXX` or
-`NXX.NXX.XXXX` (area code and exchange starting 2 to 9). Digits glued to letters, to other digits or to a dot
-followed by a digit are not a phone number. The stand-ins are in the 555-0100 to 555-0199 range North America
-keeps for fiction.
+(which never starts with 0), 10 to 15 digits in all (E.164 allows 15; fewer than 10 are mostly sizes and
+offsets), in groups cut by single spaces, dots or hyphens (at least one: `+32768000` is a number, not a phone), an
+area code perhaps in brackets; or a North American one written `(NXX) NXX-XXXX`, `NXX-NXX-XXXX` or
+`NXX.NXX.XXXX` (area code and exchange starting 2 to 9), perhaps after `1-` or `+1 `. A match that letters,
+`-`, `+`, `.` or more digits run on from, or into, is not a phone number (nor is any part of it): a version string,
+an extension, a longer figure. Missed on purpose: numbers without their country code outside North America, and
+ones written without separators. The stand-ins are in the 555-0100 to 555-0199 range North America keeps for
+fiction.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ IP = re.compile(rf"(?:{_OCTET}\.){{3}}{_OCTET}")
 _SEPARATOR = r"[ .-]"
 _AREA = rf"{_SEPARATOR}?(?:\(\d{{1,4}}\)|\d{{1,4}})"
 _INTERNATIONAL = rf"\+[1-9]\d{{0,2}}{_AREA}(?:{_SEPARATOR}?\d{{2,4}}){{1,5}}"
-_NORTH_AMERICAN = r"(?:\([2-9]\d{2}\) ?|[2-9]\d{2}(?P<cut>[.-]))[2-9]\d{2}(?(cut)(?P=cut)|-)\d{4}"
-PHONE_RULE = re.compile(rf"(?<![\w+.-])(?:{_INTERNATIONAL}|{_NORTH_AMERICAN})(?![\w-]|\.\d)")
+_NORTH_AMERICAN = r"(?:\+?1[ .-])?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}(?P<cut>[.-]))[2-9]\d{2}(?(cut)(?P=cut)|-)\d{4}"
+PHONE_RULE = re.compile(rf"(?<![\w+.-])(?:{_INTERNATIONAL}|{_NORTH_AMERICAN})(?![\w+-]|[ .]?\d|\.\w)")
 
 EMAIL_STAND_INS = ("email@example.com", "firstname.lastname@example.org")  # datatrove's
 IP_STAND_INS = ("22.214.171.124", "126.96.36.199", "188.8.131.52", "184.108.40.206", "220.127.116.11",
@@ -50,8 +53,12 @@ def is_public_ip(text: str) -> bool:
         return False
 
 
-def _digit_count_fits(text: str) -> bool:
-    return 8 <= sum(character.isdigit() for character in text) <= 15
+def _phone_fits(text: str) -> bool:
+    """A North American number as matched; an international one of 10 to 15 digits, cut at least once."""
+    if not text.startswith("+"):
+        return True
+    digits = sum(character.isdigit() for character in text)
+    return 10 <= digits <= 15 and any(not character.isdigit() for character in text[1:])
 
 
 class PiiMask(Formatter):
@@ -68,10 +75,12 @@ class PiiMask(Formatter):
         if ips:
             self.kinds.append(("ips", IP, IP_STAND_INS, is_public_ip if public_ips_only else _is_ip))
         if phones:
-            self.kinds.append(("phones", PHONE_RULE, PHONE_STAND_INS, _digit_count_fits))
+            self.kinds.append(("phones", PHONE_RULE, PHONE_STAND_INS, _phone_fits))
 
     def format(self, text: str, notes: dict) -> str:
         for kind, pattern, stand_ins, wanted in self.kinds:
+            if kind == "emails" and "@" not in text:  # the pattern's cost grows with the square of a long run
+                continue
             text, count = _replace(text, pattern, stand_ins, wanted)
             if count:
                 notes[kind] = notes.get(kind, 0) + count

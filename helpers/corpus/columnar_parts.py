@@ -7,6 +7,7 @@ whole)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -42,12 +43,25 @@ def write_columnar_part(file: Path, start: int, end: int, part: str, *, text_key
 
 def output_schema(pa, schema, fields: dict[str, str]):
     """`schema` with a column per label of `fields` (a string or a 64-bit float), a column of the same name
-    replaced."""
+    replaced; a saved dataset's features (in the schema's metadata) name them too."""
     for name, kind in fields.items():
         field = pa.field(name, pa.string() if kind == "string" else pa.float64())
         index = schema.get_field_index(name)
         schema = schema.set(index, field) if index >= 0 else schema.append(field)
+    metadata = dict(schema.metadata or {})
+    if fields and b"huggingface" in metadata:
+        described = json.loads(metadata[b"huggingface"])
+        described.setdefault("info", {})["features"] = with_label_features(described["info"].get("features", {}),
+                                                                           fields)
+        metadata[b"huggingface"] = json.dumps(described).encode()
+        schema = schema.with_metadata(metadata)
     return schema
+
+
+def with_label_features(features: dict, fields: dict[str, str]) -> dict:
+    """A saved dataset's features (as `dataset_info.json` lists them) with those of the label columns."""
+    return {**features, **{name: {"dtype": "string" if kind == "string" else "float64", "_type": "Value"}
+                           for name, kind in fields.items()}}
 
 
 def _labelled(pa, table, schema, fields: dict[str, str], labels: list[dict]):
