@@ -89,7 +89,8 @@ def _texts_of(record: dict, key: str, allow_lists: bool) -> list[str]:
     """The strings held by field `key`, or a `BadRecord` saying why it holds none."""
     if key not in record:
         raise BadRecord("missing key", f"record has no '{key}' field (fields: {', '.join(sorted(record)) or 'none'}); "
-                                       "fix: add it, or read another field (--json-keys)")
+                                       "fix: add it, or name the field that holds the text (--json-keys of "
+                                       "helpers.preprocess, --json-key of helpers.clean)")
     value = record[key]
     if isinstance(value, str):
         return [value]
