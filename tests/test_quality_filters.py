@@ -14,9 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.clean import clean
-from helpers.clean.filters import FILTERS
+from helpers.clean.filters import FILTERS, english_words
 from helpers.clean.words import EnglishWords
 
 GOLDEN = Path(__file__).parent / "golden" / "datatrove_quality.json"
@@ -112,6 +114,20 @@ def test_each_run_is_cut_as_spacy_s_tokenizer_cuts_it(corpus_dir):
     for run in runs:
         spacy_tokens = tuple(token.text for token in words.tokenizer(run))
         assert words._tokens(run) == spacy_tokens, run
+
+
+PIECES = [":-)", "(:", ":", "-", ")", "(", "'", "s", "cause", "a.m", "10a.m", ".", "_", "^_^", "x", "3", "<", "=",
+          "o", "O", "C++", ";", "*", "ಠ_ಠ", "''", "e.g", "Mr"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=6))
+def test_runs_of_special_cases_and_affixes_are_joined_as_spacy_joins_them(pieces):
+    """spaCy's last phase (a special case's affix tokens joined back into it), written out in Python, on runs
+    built to need it."""
+    words = english_words()
+    run = "".join(pieces)
+    assert words._tokens(run) == tuple(token.text for token in words.tokenizer(run)), run
 
 
 def test_the_command_line_names_each_removal_s_rule_and_value_and_counts_them(corpus_dir, tmp_path):

@@ -379,7 +379,9 @@ class _Run:
             step.run(self)
             if step.then is not None:
                 self.chain.append(step.then)
-        self.read()  # without a dedup step, the first pass reads and applies the document steps
+        if self.documents is None:  # no dedup step: the first pass only reads, and the pass that writes applies
+            # the document steps (each once)
+            self._read(self._pass("scan", [(scan, task, self.settings, [], None) for task in self.tasks]), [])
         self._write()
         scans, documents = self.scans, self.documents
         bad = [[entry for s, task in zip(scans, tasks) if task.input_index == index for entry in s.bad]

@@ -9,8 +9,11 @@ cases, prefix, suffix, infix and URL expressions, read from the installed spaCy)
 without building spaCy's documents and vocabulary entries (several times cheaper for a new run). The rules are read
 from spaCy once per version and kept in `data/cache/` (`english_rules`), so a later process starts in milliseconds
 instead of importing spaCy (about 2 s). spaCy's last
-phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is left to spaCy
-itself for the few runs where it could apply. The sentencizer's rule is applied to the same tokens: a sentence
+phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is done as spaCy does
+it: every place where a special case's affix tokens occur, the longest first, then the leftmost, each taken unless
+its first or last token is in one met before (taken or not). (spaCy matches over the whole text, so a sequence
+across a space, never joined, can still keep a later one from joining; here each run is matched alone, which the
+tests find gives the same words.) The sentencizer's rule is applied to the same tokens: a sentence
 starts at the first token that is neither punctuation nor one of its sentence-final characters after one of those
 characters.
 
@@ -84,6 +87,66 @@ def _compiled(expression: list | None, method: str):
     return None if expression is None else getattr(re.compile(expression[0], expression[1]), method)
 
 
+def _branches(pattern: str) -> list[str]:
+    """The top-level alternatives of a regular expression's source (escapes and character classes skipped)."""
+    branches, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i += 2 if pattern[i + 1:i + 2] != "^" else 3
+            while pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return branches + [pattern[start:]]
+
+
+def _suffix_search(expression: list | None):
+    """`search` of spaCy's suffix expression, made to look only near the end where it can match: every
+    alternative of it ends at the string's end, and all but a few are at most `widest` characters long, so a match
+    starts in the last `widest` characters, or where one of the unbounded few (`\\.\\.+$`) starts, whichever is
+    first; the whole expression is then searched from there (its lookbehinds still see what is before). The same
+    match as a search of the whole string, many times cheaper for a long run."""
+    if expression is None:
+        return None
+    whole = re.compile(expression[0], expression[1])
+    try:
+        from re import _parser as parser
+    except ImportError:  # Python 3.10
+        import sre_parse as parser
+    branches = _branches(expression[0])
+    parsed = parser.parse(expression[0], expression[1]).data
+    if not (len(parsed) == 1 and str(parsed[0][0]) == "BRANCH" and len(parsed[0][1][1]) == len(branches)):
+        return whole.search
+    widths = [branch.getwidth()[1] for branch in parsed[0][1][1]]
+    if not all(str(branch.data[-1][1]) == "AT_END" for branch in parsed[0][1][1] if branch.data):
+        return whole.search
+    bounded = [width for width in widths if width < parser.MAXREPEAT]
+    widest = max(bounded, default=0)
+    unbounded = [source for source, width in zip(branches, widths) if width >= parser.MAXREPEAT]
+    rest = re.compile("|".join(unbounded), expression[1]).search if unbounded else None
+
+    def search(string: str):
+        if "\n" in string:
+            return whole.search(string)
+        start = max(len(string) - widest, 0)
+        if rest is not None:
+            found = rest(string)
+            if found is not None and found.start() < start:
+                start = found.start()
+        return whole.search(string, start)
+    return search
+
+
 class EnglishWords:
     """`words(text)` and `sentence_count(line)` as datatrove's `split_into_words` and `split_into_sentences` give
     them for English (see the module docstring)."""
@@ -91,28 +154,30 @@ class EnglishWords:
     def __init__(self):
         rules = english_rules()
         self.rules = {key: tuple(pieces) for key, pieces in rules["special_cases"].items()}
-        self.prefix_search, self.suffix_search = (_compiled(rules["prefix"], "search"),
-                                                  _compiled(rules["suffix"], "search"))
+        self.prefix_search, self.suffix_search = _compiled(rules["prefix"], "search"), _suffix_search(rules["suffix"])
         self.infix_finditer = _compiled(rules["infix"], "finditer")
         self.url_match, self.token_match = _compiled(rules["url"], "match"), _compiled(rules["token"], "match")
         self.sentence_ends = set(rules["sentence_ends"])
         self._tokenizer = None
-        self.joins: dict[str, list[tuple[str, ...]]] = {}  # first token -> the affix tokens of special cases
+        self.joins: dict[str, list[tuple]] = {}  # first token -> (the affix tokens of a special case, the case)
+        self.changing: set[str] = set()  # the special cases whose affix tokens joining changes
         loaded: set[str] = set()
         for key in self.rules:  # in the order spaCy loads them, each split with the special cases loaded before
             loaded.add(key)
             if (not rules["faster_heuristics"] or self._affix_length(self.prefix_search, key)
                     or self._infixed_at(key) or self._affix_length(self.suffix_search, key) or " " in key):
                 pattern = self._split(key, specials=False, known=loaded)
-                if pattern and pattern != self.rules[key]:  # spaCy's joining would change them
-                    self.joins.setdefault(pattern[0], []).append(pattern)
+                if pattern:  # spaCy's matcher looks for it
+                    self.joins.setdefault(pattern[0], []).append((pattern, key))
+                    if pattern != self.rules[key]:
+                        self.changing.add(key)
         self.runs: dict[str, tuple[str, ...]] = {}
         self.punct: dict[str, bool] = {}
         self.last: tuple = (None, [])
 
     @property
     def tokenizer(self):
-        """spaCy's own tokenizer, loaded only when a run needs its joining phase."""
+        """spaCy's own tokenizer (loaded when asked for: the tests hold the Python algorithm to it)."""
         if self._tokenizer is None:
             self._tokenizer = _spacy_english()[0]
         return self._tokenizer
@@ -136,8 +201,7 @@ class EnglishWords:
         tokens = self.runs.get(run)
         if tokens is None:
             tokens = self._split(run, specials=True)
-            if self._may_join(tokens):
-                tokens = tuple(text for text in (token.text.strip() for token in self.tokenizer(run)) if text)
+            tokens = self._joined(tokens)
             if len(self.runs) >= CACHED_RUNS:
                 self.runs.clear()
             self.runs[run] = tokens
@@ -213,14 +277,28 @@ class EnglishWords:
             pieces.append(string[start:])
         return pieces
 
-    def _may_join(self, tokens: tuple[str, ...]) -> bool:
-        """Whether spaCy's last phase could find a special case's affix tokens among `tokens`."""
+    def _joined(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
+        """spaCy's last phase: the places where a special case's affix tokens occur, longest first, then leftmost,
+        each replaced by the special case's own pieces unless its first or last token is in one met before."""
         joins = self.joins
-        for i, token in enumerate(tokens):
-            for pattern in joins.get(token, ()):
-                if tokens[i:i + len(pattern)] == pattern:
-                    return True
-        return False
+        found = [(start, start + len(pattern), key) for start, token in enumerate(tokens)
+                 for pattern, key in joins.get(token, ()) if tokens[start:start + len(pattern)] == pattern]
+        if not any(key in self.changing for _, _, key in found):
+            return tokens
+        found.sort(key=lambda place: (place[0] - place[1], place[0]))
+        met: set[int] = set()
+        chosen = []
+        for start, end, key in found:
+            if start not in met and end - 1 not in met:
+                chosen.append((start, end, key))
+            met.update(range(start, end))
+        joined: list[str] = []
+        at = 0
+        for start, end, key in sorted(chosen):
+            joined += tokens[at:start]
+            joined += self.rules[key]
+            at = end
+        return tuple(joined + list(tokens[at:]))
 
     def words(self, text: str) -> list[str]:
         """The text's words: its tokens, whitespace dropped, each stripped (the last text's are kept: filters
