@@ -200,8 +200,10 @@ class EnglishWords:
         """A run of non-whitespace characters as spaCy's tokenizer cuts it."""
         tokens = self.runs.get(run)
         if tokens is None:
-            tokens = self._split(run, specials=True)
-            tokens = self._joined(tokens)
+            if run.isascii() and run.isalpha() and run not in self.rules:
+                tokens = (run,)  # English's prefixes, suffixes, infixes and URLs all need a character not a letter
+            else:
+                tokens = self._joined(self._split(run, specials=True))
             if len(self.runs) >= CACHED_RUNS:
                 self.runs.clear()
             self.runs[run] = tokens
@@ -281,6 +283,8 @@ class EnglishWords:
         """spaCy's last phase: the places where a special case's affix tokens occur, longest first, then leftmost,
         each replaced by the special case's own pieces unless its first or last token is in one met before."""
         joins = self.joins
+        if len(tokens) == 1 and tokens[0] not in joins:
+            return tokens
         found = [(start, start + len(pattern), key) for start, token in enumerate(tokens)
                  for pattern, key in joins.get(token, ()) if tokens[start:start + len(pattern)] == pattern]
         if not any(key in self.changing for _, _, key in found):
