@@ -88,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=300, help="records of each domain (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", default=None, help="one row: a filter's name, the four's, or --pii")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="quality-filters-"))
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
@@ -105,7 +106,7 @@ def main() -> None:
         print(f"{'filters':<70} {'ours docs/s':>11} {'datatrove':>10} {'ratio':>6} {'ours MB':>8} "
               f"{'peer MB':>8}  same decisions")
         phones = PiiMask(emails=False, ips=False)
-        for label, flags, peer_steps in STAGES:
+        for label, flags, peer_steps in [stage for stage in STAGES if args.only in (None, stage[0])]:
             ours_out, peer_out = work / "ours", work / "peer"
             shutil.rmtree(ours_out, ignore_errors=True), shutil.rmtree(peer_out, ignore_errors=True)
             ours_s, ours_mb, _ = peak_tree_rss([

@@ -25,6 +25,7 @@ space or punctuation is one word, so word counts and mean word lengths there mea
 from __future__ import annotations
 
 import importlib.metadata
+import itertools
 import json
 import re
 import unicodedata
@@ -38,6 +39,7 @@ NON_SPACE = re.compile(r"\S+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
 CACHED_RUNS = 1 << 20  # distinct runs remembered per process
 RULES_FORMAT = 1  # of the file `english_rules` keeps
+PLAIN_ENDS = frozenset(",;:!?")  # punctuation English's suffixes always cut off
 INSTALL = "the quality filters split English words as spaCy's blank English pipeline does; fix: pip install -e " \
           "'.[quality]' (or pip install spacy)"
 
@@ -202,6 +204,9 @@ class EnglishWords:
         if tokens is None:
             if run.isascii() and run.isalpha() and run not in self.rules:
                 tokens = (run,)  # English's prefixes, suffixes, infixes and URLs all need a character not a letter
+            elif (run[-1] in PLAIN_ENDS and run[:-1].isascii() and run[:-1].isalpha() and run not in self.rules
+                  and run[:-1] not in self.rules):
+                tokens = (run[:-1], run[-1])  # and these five are always suffixes
             else:
                 tokens = self._joined(self._split(run, specials=True))
             if len(self.runs) >= CACHED_RUNS:
@@ -309,11 +314,13 @@ class EnglishWords:
         that follow one another ask for the same text's words; do not change the list)."""
         if text is self.last[0]:
             return self.last[1]
-        words: list[str] = []
-        known = self.runs.get
-        for run in NON_SPACE.findall(text):
-            tokens = known(run)
-            words += tokens if tokens is not None else self._tokens(run)
+        runs = text.split()  # str.split's whitespace is the same as NON_SPACE's
+        found = list(map(self.runs.get, runs))
+        if None in found:
+            for index, tokens in enumerate(found):
+                if tokens is None:
+                    found[index] = self._tokens(runs[index])
+        words = list(itertools.chain.from_iterable(found))
         self.last = (text, words)
         return words
 
