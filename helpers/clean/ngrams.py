@@ -94,24 +94,6 @@ def _powers(count: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _key(prefix, inverse, start, end):
-    return (prefix[end] - prefix[start]) * inverse[start]
-
-
-@njit(cache=True)
-def _same(codes, first, second, length):
-    for i in range(length):
-        if codes[first + i] != codes[second + i]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _slot(key, mask):
-    return np.int64(key & np.uint64(mask))
-
-
-@njit(cache=True)
 def _top_characters(codes, prefix, inverse, starts, n):
     """The twin's `top_characters` over `codes` (words joined by spaces, word i starting at `starts[i]`)."""
     grams = starts.size - n
@@ -125,8 +107,8 @@ def _top_characters(codes, prefix, inverse, starts, n):
     best, best_first = 0, 0
     for i in range(grams):
         start, end = starts[i], starts[i + n] - 1
-        key = _key(prefix, inverse, start, end)
-        slot = _slot(key, mask)
+        key = (prefix[end] - prefix[start]) * inverse[start]
+        slot = np.int64(key & np.uint64(mask))
         while firsts[slot] != -1 and keys[slot] != key:
             slot = (slot + 1) & mask
         if firsts[slot] == -1:
@@ -134,8 +116,11 @@ def _top_characters(codes, prefix, inverse, starts, n):
         else:
             first = firsts[slot]
             length = end - start
-            if starts[first + n] - 1 - starts[first] != length or not _same(codes, starts[first], start, length):
+            if starts[first + n] - 1 - starts[first] != length:
                 return -1
+            for k in range(length):  # the characters themselves, not only their key
+                if codes[starts[first] + k] != codes[start + k]:
+                    return -1
             counts[slot] += 1
         count, first = counts[slot], firsts[slot]
         if count > best or (count == best and first < best_first):
@@ -158,8 +143,8 @@ def _repeated_characters(codes, prefix, inverse, starts, n):
     characters, index = 0, 0
     while index < grams:
         start, end = starts[index], starts[index + n]
-        key = _key(prefix, inverse, start, end)
-        slot = _slot(key, mask)
+        key = (prefix[end] - prefix[start]) * inverse[start]
+        slot = np.int64(key & np.uint64(mask))
         while firsts[slot] != -1 and keys[slot] != key:
             slot = (slot + 1) & mask
         if firsts[slot] == -1:
@@ -168,8 +153,11 @@ def _repeated_characters(codes, prefix, inverse, starts, n):
             continue
         first = firsts[slot]
         length = end - start
-        if starts[first + n] - starts[first] != length or not _same(codes, starts[first], start, length):
+        if starts[first + n] - starts[first] != length:
             return -1
+        for k in range(length):  # the characters themselves, not only their key
+            if codes[starts[first] + k] != codes[start + k]:
+                return -1
         characters += length
         index += n
     return characters
