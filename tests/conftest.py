@@ -61,3 +61,19 @@ def recorded_bars(monkeypatch) -> list:
 
     monkeypatch.setattr(preprocess_module, "progress_bar", RecordingBar)
     return bars
+
+
+@pytest.fixture
+def refused_by_clean(corpus_dir, tmp_path):
+    """Run `python -m helpers.clean` on the docs with `arguments` and check it refuses them: exit 2, one line on
+    stderr holding `message`, no output folder."""
+    import subprocess
+    import sys
+
+    def refused(arguments: list[str], message: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(corpus_dir / "docs.jsonl"),
+                               "--output-dir", str(tmp_path / "out"), *arguments], capture_output=True, text=True)
+        assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, \
+            done.stderr
+        assert not (tmp_path / "out").exists()
+    return refused

@@ -199,12 +199,12 @@ def test_gopher_s_n_gram_measures(words):
     for n in (2, 3, 4):
         if len(words) >= n:
             bare, starts, spaced, spaced_starts = grams.compiled()
-            assert ngrams._top_characters(spaced.codes, spaced.prefix, spaced.inverse, starts=spaced_starts,
-                                          n=n) == ngrams.top_characters_python(words, n)
+            assert ngrams._measure(spaced.codes, spaced.prefix, spaced.inverse, starts=spaced_starts, n=n,
+                                   top=True) == ngrams.top_characters_python(words, n)
     for n in range(1, 11):
         bare, starts, _, _ = grams.compiled()
-        assert ngrams._repeated_characters(bare.codes, bare.prefix, bare.inverse, starts=starts,
-                                           n=n) == ngrams.repeated_characters_python(words, n)
+        assert ngrams._measure(bare.codes, bare.prefix, bare.inverse, starts=starts, n=n,
+                               top=False) == ngrams.repeated_characters_python(words, n)
 
 
 def test_n_gram_keys_that_collide_are_measured_again_exactly(monkeypatch):
@@ -219,5 +219,5 @@ def test_n_gram_keys_that_collide_are_measured_again_exactly(monkeypatch):
                                                                                 real(codes).inverse)))
     grams = ngrams.Grams(words)
     bare, starts, _, _ = grams.compiled()
-    assert ngrams._repeated_characters(bare.codes, bare.prefix, bare.inverse, starts=starts, n=5) == -1
+    assert ngrams._measure(bare.codes, bare.prefix, bare.inverse, starts=starts, n=5, top=False) == -1
     assert [grams.top_characters(2), grams.repeated_characters(5)] == expected

@@ -45,20 +45,21 @@ class Grams:
         return self._compiled
 
     def top_characters(self, n: int) -> int:
-        if self.count >= COMPILED_WORDS:
-            _, _, spaced, spaced_starts = self.compiled()
-            found = _top_characters(spaced.codes, spaced.prefix, spaced.inverse, starts=spaced_starts, n=n)
-            if found != COLLISION:
-                return int(found)
-        return top_characters_python(self.words, n)
+        return self._measured(top_characters_python, top=True, n=n)
 
     def repeated_characters(self, n: int) -> int:
+        return self._measured(repeated_characters_python, top=False, n=n)
+
+    def _measured(self, twin, *, top: bool, n: int) -> int:
+        """A measure by the compiled loop (over the words joined with spaces for `top`, without for the other), or
+        by its twin for a short document or where two n-grams shared a key."""
         if self.count >= COMPILED_WORDS:
-            bare, starts, _, _ = self.compiled()
-            found = _repeated_characters(bare.codes, bare.prefix, bare.inverse, starts=starts, n=n)
+            bare, starts, spaced, spaced_starts = self.compiled()
+            text, text_starts = (spaced, spaced_starts) if top else (bare, starts)
+            found = _measure(text.codes, text.prefix, text.inverse, starts=text_starts, n=n, top=top)
             if found != COLLISION:
                 return int(found)
-        return repeated_characters_python(self.words, n)
+        return twin(self.words, n)
 
 
 class _Text:
@@ -94,9 +95,14 @@ def _powers(count: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _top_characters(codes, prefix, inverse, starts, n):
-    """The twin's `top_characters` over `codes` (words joined by spaces, word i starting at `starts[i]`)."""
+def _measure(codes, prefix, inverse, starts, n, top):
+    """The twins' measures over `codes`, word i starting at `starts[i]`: with `top`, `top_characters` (the words
+    joined by spaces: an n-gram ends one before the next word starts); else `repeated_characters` (joined
+    without). -1 where two different n-grams share a key."""
     grams = starts.size - n
+    if grams <= 0:
+        return 0
+    trim = 1 if top else 0
     size = 1
     while size < 2 * grams:
         size *= 2
@@ -104,62 +110,35 @@ def _top_characters(codes, prefix, inverse, starts, n):
     keys = np.zeros(size, np.uint64)
     firsts = np.full(size, -1, np.int64)
     counts = np.zeros(size, np.int64)
-    best, best_first = 0, 0
-    for i in range(grams):
-        start, end = starts[i], starts[i + n] - 1
+    best, best_first, characters, index = 0, 0, 0, 0
+    while index < grams:
+        start, end = starts[index], starts[index + n] - trim
         key = (prefix[end] - prefix[start]) * inverse[start]
         slot = np.int64(key & np.uint64(mask))
         while firsts[slot] != -1 and keys[slot] != key:
             slot = (slot + 1) & mask
-        if firsts[slot] == -1:
-            keys[slot], firsts[slot], counts[slot] = key, i, 1
+        met = firsts[slot] != -1
+        if not met:
+            keys[slot], firsts[slot], counts[slot] = key, index, 1
         else:
             first = firsts[slot]
-            length = end - start
-            if starts[first + n] - 1 - starts[first] != length:
+            if starts[first + n] - trim - starts[first] != end - start:
                 return -1
-            for k in range(length):  # the characters themselves, not only their key
+            for k in range(end - start):  # the characters themselves, not only their key
                 if codes[starts[first] + k] != codes[start + k]:
                     return -1
             counts[slot] += 1
-        count, first = counts[slot], firsts[slot]
-        if count > best or (count == best and first < best_first):
-            best, best_first = count, first
-    return (starts[best_first + n] - 1 - starts[best_first]) * best
-
-
-@njit(cache=True)
-def _repeated_characters(codes, prefix, inverse, starts, n):
-    """The twin's `repeated_characters` over `codes` (words joined without spaces, word i at `starts[i]`)."""
-    grams = starts.size - n
-    if grams <= 0:
-        return 0
-    size = 1
-    while size < 2 * grams:
-        size *= 2
-    mask = size - 1
-    keys = np.zeros(size, np.uint64)
-    firsts = np.full(size, -1, np.int64)
-    characters, index = 0, 0
-    while index < grams:
-        start, end = starts[index], starts[index + n]
-        key = (prefix[end] - prefix[start]) * inverse[start]
-        slot = np.int64(key & np.uint64(mask))
-        while firsts[slot] != -1 and keys[slot] != key:
-            slot = (slot + 1) & mask
-        if firsts[slot] == -1:
-            keys[slot], firsts[slot] = key, index
+        if top:
+            if counts[slot] > best or (counts[slot] == best and firsts[slot] < best_first):
+                best, best_first = counts[slot], firsts[slot]
             index += 1
-            continue
-        first = firsts[slot]
-        length = end - start
-        if starts[first + n] - starts[first] != length:
-            return -1
-        for k in range(length):  # the characters themselves, not only their key
-            if codes[starts[first] + k] != codes[start + k]:
-                return -1
-        characters += length
-        index += n
+        elif met:
+            characters += end - start
+            index += n
+        else:
+            index += 1
+    if top:
+        return (starts[best_first + n] - trim - starts[best_first]) * best
     return characters
 
 
