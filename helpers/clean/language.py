@@ -14,8 +14,9 @@ Decided as datatrove 0.10.1 decides: the text with its newlines made spaces, eve
 with `languages`, a document is kept when one of them scores above the threshold, otherwise when its most likely
 language does. Each kept record gets `language` (the most likely, as fastText names it: ISO 639-1 where the
 language has such a code, `en`, `de`, `zh`; three letters where it has none, `als`, `ceb`, `yue`) and
-`language_score` (that language's probability). Wrong most often, on the sample: Bosnian (read as Croatian),
-Malay (as Indonesian), Norwegian Nynorsk (as Bokmål), Afrikaans (as Dutch), Galician (as Spanish).
+`language_score` (that language's probability). Confused most often on the sample: Dzongkha, which it does not
+know (read as Tibetan, with confidence), Malay (as Indonesian), Bosnian (as Croatian), Xhosa, also unknown (as
+English, with low scores), Occitan (as Catalan), Afrikaans (as Dutch).
 """
 
 from __future__ import annotations
