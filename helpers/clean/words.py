@@ -35,7 +35,6 @@ from ..common.files import written_atomically
 from ..common.paths import CACHE_DIR
 
 RUNS = re.compile(r"\S+|\s+")
-NON_SPACE = re.compile(r"\S+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
 CACHED_RUNS = 1 << 20  # distinct runs remembered per process
 RULES_FORMAT = 1  # of the file `english_rules` keeps
@@ -314,7 +313,7 @@ class EnglishWords:
         that follow one another ask for the same text's words; do not change the list)."""
         if text is self.last[0]:
             return self.last[1]
-        runs = text.split()  # str.split's whitespace is the same as NON_SPACE's
+        runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
         found = list(map(self.runs.get, runs))
         if None in found:
             for index, tokens in enumerate(found):
