@@ -28,6 +28,15 @@ def docs_bytes_prefix(corpus_dir, tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def humaneval():
+    """HumanEval's 164 problems (prompt and solution each), as the decontamination steps read them offline."""
+    from helpers.decontamination import load_evals
+
+    (evals,) = load_evals(["humaneval"])
+    return evals
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
     `--engine ray` runs inside the test process use it instead of starting their own."""

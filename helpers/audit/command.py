@@ -2,11 +2,13 @@
 
     python -m helpers.audit batches.pt --vocab-size 128256 --labels shifted
     python -m helpers.audit rank0.pt rank1.pt --vocab-size 32000 --ranks
+    python -m helpers.audit batches.pt --vocab-size 128256 --decontaminate humaneval --tokenizer llama3
 
 Each file is `torch.save`d batches (a list of them, or one batch: dicts or Hugging Face `BatchEncoding`s
 with `input_ids`, megatron-core's dicts with `tokens`, `(x, y)` pairs or 2-D id tensors) or a `.npy` of ids
 (`[steps, rows, length]`, or one `[rows, length]` batch). The files are
-one stream, read in the order given, or with `--ranks` one stream per rank. Prints the report's table;
+one stream, read in the order given, or with `--ranks` one stream per rank. With `--decontaminate`, a batch holding
+an evaluation item's n-gram is a finding too (`eval-overlap`, `helpers.audit.eval_overlap`). Prints the report's table;
 exits 1 when there is a finding, 2 for a file it cannot read or a batch it cannot audit.
 `python -m helpers.audit ledger STATE` says what a run was trained on instead (`helpers.audit.ledger`).
 """
@@ -23,6 +25,10 @@ import numpy as np
 
 from ..common.cli import CommandParser
 from ..common.errors import UserError
+from ..decontamination.evals import load_evals
+from ..decontamination.lengths import TOKEN_NGRAM
+from ..tokenizers.zoo import load_tokenizer
+from .eval_overlap import eval_overlap
 from .stream import audit_ranks
 
 
@@ -92,9 +98,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ignore-index", type=int, default=-100)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
+    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
+                        help="also look for these evaluation sets' n-grams (eval-overlap): JSONL or Parquet files, "
+                             "or humaneval; needs --tokenizer")
+    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
+                        help="the evaluation items' fields, comma-separated (default: a named set's own, else text)")
+    parser.add_argument("--tokenizer", default=None, help="zoo name or Hugging Face folder the ids come from")
+    parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (default {TOKEN_NGRAM})")
     args = parser.parse_args(argv)
+    overlap = None
+    if args.decontaminate is not None:
+        if args.ngram < 1:
+            raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
+        keys = tuple(key for key in (args.eval_keys or "").split(",") if key) or None
+        tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None
+        overlap = eval_overlap(load_evals(args.decontaminate, keys), tokenizer, args.ngram, args.eod_id)
     streams = [read_batches(path) for path in args.files] if args.ranks else [_stream(args.files)]
     report = audit_ranks(streams, vocab_size=args.vocab_size, labels=args.labels, pad_id=args.pad_id,
-                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps)
+                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps, overlap=overlap)
     print(report.summary())
     return 0 if report.ok else 1

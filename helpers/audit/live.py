@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 
 from ..common.errors import UserError
+from .eval_overlap import eval_overlap
 from .report import Finding, Report
 from .sightings import Sightings, sighting
 from .stream import REMEMBER, AuditSettings, Seen, StreamAudit, batch_digests, read_batch
@@ -54,11 +55,15 @@ class Auditor:
     What the bound costs: a replay of samples first seen more than `remember` samples ago (counting every
     rank's) is not named, so a sampler whose epoch never advances goes unnamed when an epoch holds more
     samples than that (a million steps of 8 rows on one rank hold 8 million).
-    Raise it for such runs, at 16 bytes a sample."""
+    Raise it for such runs, at 16 bytes a sample.
+
+    `evals` (`helpers.decontamination.EvalSet`s, e.g. `load_evals(["humaneval"])`) with the run's `tokenizer`: each
+    batch is also searched for the items' n-grams of `eval_ngram` tokens (`eval-overlap`); the index is built here,
+    once."""
 
     def __init__(self, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
                  ignore_index: int = -100, eod_id: int | None = None, on_finding: str = "raise",
-                 remember: int = REMEMBER):
+                 remember: int = REMEMBER, evals: list | None = None, tokenizer=None, eval_ngram: int | None = None):
         if on_finding not in ("raise", "warn"):
             raise ValueError(f"on_finding={on_finding!r}: expected 'raise' or 'warn'")
         self.settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
@@ -66,7 +71,7 @@ class Auditor:
         self.settings.check()
         dist = _distributed()
         self.rank = dist.get_rank() if dist else 0
-        self.stream = StreamAudit(self.settings, self.rank)
+        self.stream = StreamAudit(self.settings, self.rank, overlap=eval_overlap(evals, tokenizer, eval_ngram, eod_id))
         self.on_finding = on_finding
         self._report = Report()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 CODES = ("random-tokens", "same-batch-across-ranks", "repeated-batch", "repeated-samples", "labels-misaligned",
-         "padding-in-loss", "id-out-of-range", "id-wraparound", "constant-batch")
+         "padding-in-loss", "id-out-of-range", "id-wraparound", "constant-batch", "eval-overlap")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ What each finding measures, and its threshold:
   more samples the stream holds). A new epoch holds the same samples in a new order, and exact duplicates
   in a corpus come back one at a time: neither is a finding;
 - `same-batch-across-ranks`: half or more of this step's samples seen on another rank at the same step (with
-  one sample a batch, two steps in a row); a document that a corpus holds twice landing on two ranks is not.
+  one sample a batch, two steps in a row); a document that a corpus holds twice landing on two ranks is not;
+- `eval-overlap` (only when asked, with evaluation sets and their tokenizer): a window of a row, within one
+  document, equal to an evaluation item's n-gram of `TOKEN_NGRAM` tokens (`helpers.audit.eval_overlap`).
 """
 
 from __future__ import annotations
@@ -120,9 +122,10 @@ def _longest_run(earlier: list[int | None], last: int | None, carried: int) -> t
 class StreamAudit:
     """One rank's stream: `look(batch)` runs every check on its next batch and returns the findings."""
 
-    def __init__(self, settings: AuditSettings, rank: int = 0, seen: Seen | None = None):
+    def __init__(self, settings: AuditSettings, rank: int = 0, seen: Seen | None = None, overlap=None):
         settings.check()
         self.settings, self.rank = settings, rank
+        self.overlap = overlap  # an `EvalOverlap`, or None
         self.seen = seen if seen is not None else Seen(settings.remember)
         self.step = 0
         self.tokens = 0
@@ -162,6 +165,10 @@ class StreamAudit:
         if not random and not constant:  # random or constant inputs match no label
             self._labels(batch, finding)  # layout: one finding says it
         self._repeats(batch, digests, finding)
+        if self.overlap is not None:
+            found_overlap = self.overlap.find(batch.input_ids)
+            if found_overlap is not None:
+                finding("eval-overlap", found_overlap)
         self.step += 1
         return found
 
@@ -334,16 +341,17 @@ def _streams_checked(streams: Sequence) -> None:
 
 def audit(batches: Iterable, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
           ignore_index: int = -100, eod_id: int | None = None, max_steps: int | None = None,
-          remember: int = REMEMBER) -> Report:
+          remember: int = REMEMBER, overlap=None) -> Report:
     """Audit one rank's stream of batches (read once, lazily, up to `max_steps`); see `helpers.audit`.
-    `remember`: the sample digests kept to find replays by (see `helpers.audit.live.Auditor`)."""
+    `remember`: the sample digests kept to find replays by (see `helpers.audit.live.Auditor`); `overlap`: an
+    `helpers.audit.eval_overlap.EvalOverlap` to look for evaluation n-grams with."""
     return audit_ranks([batches], vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                       eod_id=eod_id, max_steps=max_steps, remember=remember)
+                       eod_id=eod_id, max_steps=max_steps, remember=remember, overlap=overlap)
 
 
 def audit_ranks(streams: Sequence[Iterable], *, vocab_size: int, labels: str | None = None,
                 pad_id: int | None = None, ignore_index: int = -100, eod_id: int | None = None,
-                max_steps: int | None = None, remember: int = REMEMBER) -> Report:
+                max_steps: int | None = None, remember: int = REMEMBER, overlap=None) -> Report:
     """Audit several ranks' streams offline, step by step together: each as `audit` does, and their batches
     compared with each other's at every step."""
     _streams_checked(streams)
@@ -351,7 +359,7 @@ def audit_ranks(streams: Sequence[Iterable], *, vocab_size: int, labels: str | N
                              eod_id=eod_id, remember=remember)
     settings.check()
     seen = Seen(remember)
-    audits = [StreamAudit(settings, rank, seen) for rank in range(len(streams))]
+    audits = [StreamAudit(settings, rank, seen, overlap) for rank in range(len(streams))]
     iterators = [iter(stream) for stream in streams]
     report = Report()
     live = list(range(len(streams)))

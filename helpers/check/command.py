@@ -25,8 +25,11 @@ from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..datasets.indexed import HEADER, MAGIC, MAKE_PREFIX, IndexedDataset, IndexFormatError, bin_path, idx_path
 from ..datasets.sidecar import read_sidecar, sidecar_path, tokenizer_for
+from ..decontamination.evals import load_evals
+from ..decontamination.lengths import TOKEN_NGRAM
 from ..tokenizers.token_dtype import optimal_dtype
 from ..tokenizers.zoo import load_tokenizer
+from .contamination import eval_overlap
 
 SCAN_CHUNK = 1 << 24  # tokens per chunk when scanning ids
 TEXT_SAMPLES = 5
@@ -52,6 +55,7 @@ class Report:
     stats: dict = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     samples: list[str] = field(default_factory=list)
+    overlaps: list[str] = field(default_factory=list)  # where evaluation n-grams were found (--decontaminate)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +80,9 @@ class Report:
             out += [f"  {s!r}" for s in self.samples]
         out.append("checks")
         out += [f"  {c.line()}" for c in self.checks]
+        if self.overlaps:
+            out.append("evaluation n-grams found (first of each item in each sequence)")
+            out += [f"  {line}" for line in self.overlaps]
         out.append("all checks passed" if self.ok else f"{len(self.failures())} check(s) failed")
         return out
 
@@ -190,18 +197,21 @@ def _matches_sidecar(ds: IndexedDataset, sidecar: dict, report: Report) -> None:
 
 
 def check_dataset(prefix: str | os.PathLike, tokenizer=None, expect_eod: bool | None = None,
-                  samples: int = TEXT_SAMPLES) -> Report:
-    """Run every check; a tokenizer (the sidecar's, or a zoo name or object) enables the content checks.
+                  samples: int = TEXT_SAMPLES, evals: list | None = None, ngram: int = TOKEN_NGRAM) -> Report:
+    """Run every check; a tokenizer (the sidecar's, or a zoo name or object) enables the content checks, and with
+    `evals` (`helpers.decontamination.EvalSet`s) the search for their `ngram`-token n-grams.
 
     `expect_eod` defaults to the sidecar's `append_eod`, and to True without a sidecar (Megatron's
     `--append-eod`). Damage is a failed check; an exception from here is a bug, and is raised.
     """
     report = Report(str(prefix))
-    _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=samples)
+    _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=samples,
+                evals=evals, ngram=ngram)
     return report
 
 
-def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None) -> Report:
+def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None, evals: list | None = None,
+                        ngram: int = TOKEN_NGRAM) -> Report:
     """`check_dataset` for the command line: an exception no check foresaw becomes a failed check saying
     the checks did not finish, so a traceback never stands where a verdict should be.
 
@@ -210,7 +220,8 @@ def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None) -> Repo
     """
     report = Report(prefix)
     try:
-        _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=TEXT_SAMPLES)
+        _run_checks(report=report, prefix=prefix, tokenizer=tokenizer, expect_eod=expect_eod, samples=TEXT_SAMPLES,
+                    evals=evals, ngram=ngram)
     except (UserError, OSError):
         raise
     except Exception as err:  # noqa: BLE001 - reported as unfinished, with the exception named
@@ -220,9 +231,13 @@ def _checked_to_the_end(prefix: str, tokenizer, expect_eod: bool | None) -> Repo
     return report
 
 
-def _run_checks(report: Report, prefix, tokenizer, expect_eod: bool | None, samples: int) -> None:
+def _run_checks(report: Report, prefix, tokenizer, expect_eod: bool | None, samples: int, evals: list | None = None,
+                ngram: int = TOKEN_NGRAM) -> None:
     """Every check, in order, into `report`: header, structure, then content (only on sound structure)."""
     tokenizer, sidecar = _choose_tokenizer(prefix, tokenizer, report)
+    if evals and tokenizer is None:
+        raise UserError(f"{prefix}: --decontaminate encodes the evaluation items with the data's tokenizer, and the "
+                        "data has no sidecar naming it; fix: name it with --tokenizer")
     try:
         ds = IndexedDataset(prefix)
     except IndexFormatError as err:
@@ -249,6 +264,8 @@ def _run_checks(report: Report, prefix, tokenizer, expect_eod: bool | None, samp
     if expect_eod:
         _eod_at_ends(ds, tokens, tokenizer.eod_id, report)
     _decoded_samples(ds, tokenizer, samples, report)
+    if evals:
+        report.overlaps = eval_overlap(ds, tokens, tokenizer, evals=evals, ngram=ngram, report=report)
 
 
 def _statistics(ds: IndexedDataset, tokens: np.ndarray, report: Report) -> int:
@@ -314,13 +331,26 @@ def main(argv: list[str] | None = None) -> int:
                                             "with it): enables vocab, EOD and text checks")
     parser.add_argument("--no-eod", action="store_true",
                         help="documents were written without --append-eod (default: the sidecar says)")
+    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
+                        help="evaluation sets whose token n-grams to look for: JSONL or Parquet files, or humaneval")
+    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
+                        help="the evaluation items' fields, comma-separated (default: a named set's own, else text)")
+    parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (--decontaminate; default "
+                                                                        f"{TOKEN_NGRAM})")
     args = parser.parse_args(argv)
+    if args.ngram < 1:
+        raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
+    evals = None
+    if args.decontaminate is not None:
+        keys = tuple(key for key in (args.eval_keys or "").split(",") if key) or None
+        evals = load_evals(args.decontaminate, keys)
     prefix = re.sub(r"\.(bin|idx|json)$", "", args.prefix)  # the prefix, however it was named
     missing = [path.name for path in (idx_path(prefix), bin_path(prefix)) if not path.is_file()]
     if missing:
         fix = MAKE_PREFIX if len(missing) == 2 else "re-run the preprocessing: only one of the pair is there"
         raise UserError(f"{prefix}: no file {' and no file '.join(missing)}; fix: {fix}")
-    report = _checked_to_the_end(prefix, args.tokenizer, expect_eod=False if args.no_eod else None)
+    report = _checked_to_the_end(prefix, args.tokenizer, expect_eod=False if args.no_eod else None, evals=evals,
+                                 ngram=args.ngram)
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

@@ -74,6 +74,7 @@ from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
+from .decontaminate import MODES, check_decontamination
 from .filters import FILTERS, GopherRepetition, english_words
 from .language import LanguageId, check_languages
 from .lsh import check_bands, check_threshold
@@ -96,11 +97,15 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           ray_address: str | None = None, skip_bad_records: bool = False, text_key: str = "text",
           memory_limit: int | str = "2GB", progress: bool = True, steps: list | None = None,
           filters: list[str] | str | None = None, filter_options: list[str] | dict | None = None,
-          languages: list[str] | str | None = None, language_threshold: float = 0.65) -> dict:
+          languages: list[str] | str | None = None, language_threshold: float = 0.65,
+          decontaminate: list[str] | None = None, eval_keys: list[str] | str | None = None,
+          decontaminate_ngram: int = 13, decontaminate_mode: str = "drop") -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
     (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
     `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.plan.filter_settings`).
     `languages` (codes, or "any"), `language_threshold`: language ID (`helpers.clean.language`); None: none.
+    `decontaminate` (evaluation files, or `humaneval`), `eval_keys` (their fields to protect), `decontaminate_ngram`,
+    `decontaminate_mode` ("drop" or "gpt3"): decontamination (`helpers.clean.decontaminate`); None: none.
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
     formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
@@ -110,11 +115,17 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     chosen, language_threshold = check_languages("any" if languages is None else languages, language_threshold)
     if languages is not None:
         kept_languages = chosen or ("any",)
+    if isinstance(eval_keys, str):
+        eval_keys = [key for key in eval_keys.split(",") if key]
+    eval_keys = tuple(eval_keys or ())
+    check_decontamination(decontaminate, decontaminate_ngram, decontaminate_mode)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
                              threshold=threshold,
                              filters=filters, filter_options=filter_options,
                              languages=kept_languages,
                              language_threshold=language_threshold,
+                             decontaminate=tuple(map(str, decontaminate or ())), eval_keys=eval_keys,
+                             decontaminate_ngram=decontaminate_ngram, decontaminate_mode=decontaminate_mode,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
                              skip_bad_records=skip_bad_records,
@@ -162,8 +173,8 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
     stand for (`helpers.corpus.inputs`)."""
     if not steps:
-        raise UserError("no step asked for; fix: pass one or more of --normalize --languages --filters --exact --lines "
-                        "--fuzzy --pii")
+        raise UserError("no step asked for; fix: pass one or more of --normalize --languages --filters --decontaminate "
+                        "--exact --lines --fuzzy --pii")
     step_names = [step.name for step in steps]
     for step in steps:
         if isinstance(step, Labeller) and settings.text_key in step.fields:
@@ -347,9 +358,13 @@ class _Run:
                         per_input[task.input_index][key] += result.verdicts.notes[j].get(key, 0)
             for result in passed:
                 for key, value in result.verdicts.notes[j].items():
-                    if isinstance(value, dict):
-                        for item, text in value.items():
-                            notes.setdefault(key, {}).setdefault(item, text)
+                    if isinstance(value, dict):  # numbers add up; anything else: the first range's
+                        mine = notes.setdefault(key, {})
+                        for item, entry in value.items():
+                            if isinstance(entry, int) and not isinstance(entry, bool):
+                                mine[item] = mine.get(item, 0) + entry
+                            else:
+                                mine.setdefault(item, entry)
                     else:
                         notes[key] = notes.get(key, 0) + value
 
@@ -398,12 +413,16 @@ class _Run:
                       "seed": settings.seed, "text_key": settings.text_key, "filters": list(settings.filters),
                       "languages": list(settings.languages), "language_threshold": settings.language_threshold,
                       "filter_options": {name: dict(values) for name, values in settings.filter_options},
+                      "decontaminate": list(settings.decontaminate), "eval_keys": list(settings.eval_keys),
+                      "decontaminate_ngram": settings.decontaminate_ngram,
+                      "decontaminate_mode": settings.decontaminate_mode,
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
                                        file_bytes=file_bytes, steps=steps, counted=self.counted,
                                        by_rule={step.name for step in self.steps if step.name in FILTER_NAMES}),
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": sections.get("lines"), "fuzzy": sections.get("fuzzy"),
+                  "decontaminate": sections.get("decontaminate"),
                   "seconds": self.seconds, "documents_per_second": self.rates}
         self._commit(removed)
         return report
@@ -473,6 +492,13 @@ def main(argv: list[str] | None = None) -> int:
                              "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')")
     parser.add_argument("--filter-option", action="append", default=None, metavar="NAME.SETTING=VALUE",
                         help="a filter's setting, e.g. gopher-quality.min_doc_words=30 (JSON values; repeat the flag)")
+    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
+                        help="evaluation sets whose n-grams go: JSONL or Parquet files, or humaneval")
+    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
+                        help="the evaluation items' fields to protect, comma-separated (default: a named set's own, "
+                             "else text)")
+    parser.add_argument("--mode", choices=MODES, default="drop",
+                        help="--decontaminate: drop a document that holds an n-gram, or cut the spans as GPT-3 did")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
@@ -482,7 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
     parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")
     parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
-    parser.add_argument("--ngram", type=int, default=5, help="words per shingle (--fuzzy)")
+    parser.add_argument("--ngram", type=int, default=None,
+                        help="words per shingle of --fuzzy (default 5), or per n-gram of --decontaminate (default 13)")
     parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (--fuzzy)")
     parser.add_argument("--bands", type=int, default=None,
                         help="LSH bands, with --rows (default: chosen for recall at --threshold)")
@@ -500,11 +527,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip bad lines (and null Parquet texts), listing each in removed.jsonl")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
+    ngram, decontaminate_ngram = _ngrams(args)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
+                   decontaminate=args.decontaminate, eval_keys=args.eval_keys,
+                   decontaminate_ngram=decontaminate_ngram, decontaminate_mode=args.mode,
                    filters=args.filters, filter_options=args.filter_option, languages=args.languages,
                    language_threshold=args.language_threshold,
                    fuzzy=args.fuzzy, pii=args.pii, threshold=args.threshold, line_min_count=args.line_min_count,
-                   line_min_chars=args.line_min_chars, ngram=args.ngram, num_perm=args.num_perm, bands=args.bands,
+                   line_min_chars=args.line_min_chars, ngram=ngram, num_perm=args.num_perm, bands=args.bands,
                    rows=args.rows,
                    workers=args.workers, parts=args.parts, engine=args.engine, ray_address=args.ray_address,
                    skip_bad_records=args.skip_bad_records, text_key=args.json_key, memory_limit=args.memory_limit,
@@ -513,3 +543,14 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     return 0
 
+
+
+def _ngrams(args) -> tuple[int, int]:
+    """`--ngram` as the words of `--fuzzy`'s shingles and of `--decontaminate`'s n-grams: it sets the one asked for,
+    and is refused when both are, since one number would set two rules."""
+    if args.ngram is not None and args.fuzzy and args.decontaminate:
+        raise UserError(f"--ngram {args.ngram}: both --fuzzy and --decontaminate read it; fix: run the two in separate "
+                        "runs, or leave --ngram out (5 words for --fuzzy, 13 for --decontaminate)")
+    if args.ngram is None:
+        return 5, 13
+    return (5, args.ngram) if args.decontaminate else (args.ngram, 13)

@@ -29,6 +29,10 @@ class CleanSettings:
     language_threshold: float = 0.65
     filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
     filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
+    decontaminate: tuple[str, ...] = ()  # evaluation sets: files, or names (`helpers.decontamination.evals`)
+    eval_keys: tuple[str, ...] = ()  # their fields to protect; empty: each set's own, or `text`
+    decontaminate_ngram: int = 13
+    decontaminate_mode: str = "drop"
     threshold: float = 0.8
     line_min_count: int = 10
     line_min_chars: int = 30

@@ -1,6 +1,6 @@
 """The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, language ID, the
-quality filters in the order `--filters` lists them, then exact, repeated-line and near-duplicate removal, then PII
-masking (on the records kept, as FineWeb's pipeline does it last), each as its flag asks."""
+quality filters in the order `--filters` lists them, decontamination, then exact, repeated-line and near-duplicate
+removal, then PII masking (on the records kept, as FineWeb's pipeline does it last), each as its flag asks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import inspect
 import json
 
 from ..common.errors import UserError
+from ..decontamination.evals import load_evals
+from .decontaminate import Decontaminate
 from .dedup import ExactDedup, LineDedup
 from .filters import FILTERS
 from .formatters import Normalize
@@ -15,7 +17,7 @@ from .fuzzy import FuzzyDedup
 from .language import LanguageId
 from .pii import PiiMask
 
-STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the flags name, in the order the steps run
+STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the on-off flags name, in the order the steps run
 
 
 def steps_of(settings) -> list:
@@ -27,6 +29,9 @@ def steps_of(settings) -> list:
         steps.append(LanguageId(settings.languages, settings.language_threshold))
     options = dict(settings.filter_options)
     steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
+    if settings.decontaminate:
+        steps.append(Decontaminate(load_evals(list(settings.decontaminate), settings.eval_keys or None),
+                                   ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode))
     if settings.exact:
         steps.append(ExactDedup())
     if settings.lines:

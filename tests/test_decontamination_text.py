@@ -1,0 +1,145 @@
+"""Decontamination of text is exact: every match the brute-force oracle finds (each document's words against every
+window of every item, by GPT-3's rule written out again here), and nothing else, on HumanEval leaks planted into
+real code documents (verbatim, case and whitespace changed, across line breaks, at a document's start and end,
+split between two documents) with near misses that must not match, and on random texts; the compiled scan splits
+words as `str.split` does for every code point; `helpers.clean --decontaminate` drops or cuts them, names each
+removal, counts per benchmark and item, and writes the same for 1 and 3 parts."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from decontamination_cases import oracle, planted
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers.clean import clean
+from helpers.decontamination import TextIndex
+from helpers.decontamination import text_index as scan
+from helpers.decontamination.spans import pieces
+from helpers.decontamination.words import gpt3_words
+
+
+def assert_exact(index: TextIndex, documents: list[str], items: list[str]) -> int:
+    """The index finds exactly the oracle's windows, each credited to the first item that holds it; how many."""
+    expected = oracle(documents, items, index.n)
+    for document, hits in zip(documents, expected):
+        assert {(match.start, match.end): match.item for match in index.matches(document)} == hits, document[:200]
+    return sum(map(len, expected))
+
+
+@pytest.fixture(scope="module")
+def index(humaneval):
+    return TextIndex(list(humaneval.texts), 13)
+
+
+def test_planted_leaks_are_found_exactly_as_the_oracle_finds_them(humaneval, index, corpus_dir):
+    documents, case = planted(humaneval, corpus_dir)
+    assert assert_exact(index, documents, list(humaneval.texts)) > 100
+    found = [{match.item for match in index.matches(document)} for document in documents]
+    for name in ("verbatim in the middle", "case changed", "whitespace changed", "across line breaks",
+                 "at the start", "at the end", "first half of a split item", "second half of a split item"):
+        assert found[case[name]], name
+    for name in ("12 of 13 words", "a 13-gram broken by one word", "a word changed in every 12", "clean"):
+        assert not found[case[name]], name
+    at_start = index.matches(documents[case["at the start"]])[0]
+    assert at_start.start == 0 and at_start.item == 4
+
+
+def test_short_items_count_whole_and_shared_n_grams_go_to_the_first_item():
+    items = ["The answer is 42.", "one two three four five", "One, two, three: four five!", "", "!!! ..."]
+    index = TextIndex(items, n=4)
+    documents = ["we know the answer is 42 today", "ONE two three four", "a b c one two three four five six",
+                 "the answer is", "nothing at all", "!!! ... answer is 42"]
+    assert assert_exact(index, documents, items) == 4
+    assert {match.item for match in index.matches(documents[2])} == {1}  # items 1 and 2 share their 4-grams
+    assert index.matches("") == [] and TextIndex([], 13).matches("anything") == []
+
+
+WORDS = ["a", "B", "c.", "d'", "E", "-", "é", "Ä"]
+SPACES = [" ", "  ", "\n", "\t", "\u00a0", "\u3000", "\u2028", "\x1c"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SPACES)), max_size=40),
+       st.lists(st.lists(st.sampled_from(WORDS), max_size=8), min_size=1, max_size=4), st.integers(1, 4))
+def test_random_texts_match_exactly_as_the_oracle(document, items, n):
+    text = "".join(word + space for word, space in document)
+    item_texts = [" ".join(words) for words in items]
+    assert_exact(TextIndex(item_texts, n), [text], item_texts)
+
+
+def test_the_scan_splits_words_as_str_split_on_every_code_point():
+    characters = [chr(code) for code in range(1, 0x110000)]
+    text = "a" + "a".join(characters) + "a"
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data) // 2 + 1
+    hashes, starts, ends = np.empty(size, np.uint64), np.empty(size, np.int64), np.empty(size, np.int64)
+    count = scan._words(np.frombuffer(data, np.uint8), scan.CLASSES, scan.LOWER, hashes, starts=starts, ends=ends)
+    pieces_found = [gpt3_words(data[s:e].decode("utf-8", "surrogatepass"))
+                    for s, e in zip(starts[:count].tolist(), ends[:count].tolist())]
+    assert all(len(words) == 1 for words in pieces_found)
+    assert [words[0] for words in pieces_found] == gpt3_words(text)
+    assert count == len(text.split())  # no piece is all punctuation here
+
+
+def test_gpt3_span_removal_keeps_long_pieces_and_merges_cuts():
+    text = "x" * 1000
+    assert pieces(text, [(500, 510)]) == ["x" * 300, "x" * 290]
+    assert pieces(text, [(100, 110), (250, 260)]) == ["x" * 540]  # cuts merged; the 0-99 piece is too short
+    assert pieces(text, [(0, 1000)]) == []
+    many = " ".join(["filler " * 60 + "LEAK"] * 12)
+    spans = [(match.start(), match.end()) for match in re.finditer("LEAK", many)]
+    assert len(pieces(many, spans, window=0, shortest=200)) == 12
+
+
+def test_clean_drops_or_cuts_planted_leaks_names_them_and_counts_them(humaneval, corpus_dir, tmp_path):
+    documents, case = planted(humaneval, corpus_dir)
+    path = tmp_path / "code.jsonl"
+    path.write_text("".join(json.dumps({"id": f"doc-{k}", "text": text}) + "\n" for k, text in enumerate(documents)))
+    expected = {number for number, hits in enumerate(oracle(documents, list(humaneval.texts), 13)) if hits}
+    one = clean([path], tmp_path / "one", decontaminate=["humaneval"], parts=1, progress=False)
+    three = clean([path], tmp_path / "three", decontaminate=["humaneval"], parts=3, workers=2, progress=False)
+    assert (tmp_path / "one" / "code.jsonl").read_bytes() == (tmp_path / "three" / "code.jsonl").read_bytes()
+    removed = [json.loads(line) for line in open(tmp_path / "one" / "removed.jsonl")]
+    assert {int(entry["id"].split("-")[1]) for entry in removed} == expected
+    first = next(entry for entry in removed if entry["id"] == f"doc-{case['verbatim in the middle']}")
+    assert first["step"] == "decontaminate" and first["reason"].startswith("humaneval HumanEval/1: \"")
+    section = one["decontaminate"]["benchmarks"]["humaneval"]
+    assert section["items"] == 164 and section["documents"]["HumanEval/7"] == 3  # line breaks, both halves
+    assert one["decontaminate"] == three["decontaminate"]
+
+    cut = clean([path], tmp_path / "gpt3", decontaminate=["humaneval"], decontaminate_mode="gpt3", progress=False)
+    kept = [json.loads(line)["text"] for line in open(tmp_path / "gpt3" / "code.jsonl")]
+    assert all(not TextIndex(list(humaneval.texts), 13).matches(text) for text in kept)
+    assert cut["inputs"][0]["steps"][1]["bytes_trimmed"] > 0
+
+
+def test_an_eval_file_with_named_fields_and_bad_requests_in_one_line(tmp_path, refused_by_clean):
+    evals = tmp_path / "mine.jsonl"
+    evals.write_text(json.dumps({"id": "q1", "question": "What is the capital city of the small country Wakanda",
+                                 "answer": "Birnin Zana"}) + "\n")
+    document = tmp_path / "docs.jsonl"
+    document.write_text(json.dumps({"text": "quiz: what is the capital city of the small country wakanda? "
+                                            "birnin zana, of course"}) + "\n" + json.dumps({"text": "other"}) + "\n")
+    report = clean([document], tmp_path / "kept", decontaminate=[str(evals)], eval_keys="question,answer",
+                   progress=False)
+    assert report["decontaminate"]["benchmarks"]["mine"]["documents"] == {"q1": 1}
+    refused_by_clean(["--decontaminate", str(evals), "--eval-keys", "prompt"], "no 'prompt' field")
+    refused_by_clean(["--decontaminate", "nowhere.jsonl"], "no such file")
+    done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(document), "--output-dir",
+                           str(tmp_path / "both"), "--fuzzy", "--decontaminate", str(evals), "--ngram", "7"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "both --fuzzy and --decontaminate" in done.stderr
+
+
+def test_a_random_corpus_sample_agrees_with_the_oracle(humaneval, index, corpus_dir):
+    lines = open(corpus_dir / "code.jsonl", encoding="utf-8").readlines()
+    sample = [json.loads(line)["text"][:20000] for line in random.Random(3).sample(lines, 6)]
+    assert_exact(index, sample, list(humaneval.texts))
