@@ -68,3 +68,21 @@ def test_the_quality_filters_run_on_ray_as_on_local_processes(ray_cluster, corpu
     assert _outputs(tmp_path / "ray") == _outputs(tmp_path / "local")
     assert on_ray["inputs"] == local["inputs"]
     assert {row["step"] for row in local["inputs"][0]["steps"] if row.get("rules")} >= {"c4_quality"}
+
+
+def test_decontamination_on_ray_writes_what_the_local_engine_writes(ray_cluster, humaneval, tmp_path):
+    """A HumanEval problem planted in two of eight documents (on purpose): dropped, or cut GPT-3's way, the same on
+    Ray in 7 parts as locally in one."""
+    texts = [f"document {k} " + " ".join(f"w{k}x{i}" for i in range(300)) for k in range(8)]
+    texts[2] += "\n" + humaneval.texts[11]
+    texts[5] = humaneval.texts[40] + "\n" + texts[5]
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"d{k}", "text": text}) + "\n" for k, text in enumerate(texts)))
+    for mode in ("drop", "gpt3"):
+        local = clean([source], tmp_path / f"local-{mode}", decontaminate=["humaneval"], decontaminate_mode=mode,
+                      parts=1, progress=False)
+        on_ray = clean([source], tmp_path / f"ray-{mode}", decontaminate=["humaneval"], decontaminate_mode=mode,
+                       engine="ray", parts=7, progress=False)
+        assert _outputs(tmp_path / f"ray-{mode}") == _outputs(tmp_path / f"local-{mode}")
+        assert on_ray["decontaminate"] == local["decontaminate"]
+        assert local["decontaminate"]["benchmarks"]["humaneval"]["documents"] == {"HumanEval/11": 1, "HumanEval/40": 1}

@@ -3,7 +3,7 @@ window of every item, by GPT-3's rule written out again here), and nothing else,
 real code documents (verbatim, case and whitespace changed, across line breaks, at a document's start and end,
 split between two documents) with near misses that must not match, and on random texts; the compiled scan splits
 words as `str.split` does for every code point; `helpers.clean --decontaminate` drops or cuts them, names each
-removal, counts per benchmark and item, and writes the same for 1 and 3 parts."""
+removal, counts per benchmark and item, and writes the same for 1, 3 and 7 parts (and on Ray: test_clean_ray)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_the_scan_splits_words_as_str_split_on_every_code_point():
     data = text.encode("utf-8", "surrogatepass")
     size = len(data) // 2 + 1
     hashes, starts, ends = np.empty(size, np.uint64), np.empty(size, np.int64), np.empty(size, np.int64)
-    count = scan._words(np.frombuffer(data, np.uint8), scan.CLASSES, scan.LOWER, hashes, starts=starts, ends=ends)
+    count = scan._words(np.frombuffer(data, np.uint8), scan.CLASSES, scan.CODES, hashes, starts=starts, ends=ends)
     pieces_found = [gpt3_words(data[s:e].decode("utf-8", "surrogatepass"))
                     for s, e in zip(starts[:count].tolist(), ends[:count].tolist())]
     assert all(len(words) == 1 for words in pieces_found)
@@ -106,14 +106,17 @@ def test_clean_drops_or_cuts_planted_leaks_names_them_and_counts_them(humaneval,
     expected = {number for number, hits in enumerate(oracle(documents, list(humaneval.texts), 13)) if hits}
     one = clean([path], tmp_path / "one", decontaminate=["humaneval"], parts=1, progress=False)
     three = clean([path], tmp_path / "three", decontaminate=["humaneval"], parts=3, workers=2, progress=False)
-    assert (tmp_path / "one" / "code.jsonl").read_bytes() == (tmp_path / "three" / "code.jsonl").read_bytes()
+    seven = clean([path], tmp_path / "seven", decontaminate=["humaneval"], parts=7, workers=2, progress=False)
+    for folder in ("three", "seven"):
+        for name in ("code.jsonl", "removed.jsonl"):
+            assert (tmp_path / "one" / name).read_bytes() == (tmp_path / folder / name).read_bytes()
     removed = [json.loads(line) for line in open(tmp_path / "one" / "removed.jsonl")]
     assert {int(entry["id"].split("-")[1]) for entry in removed} == expected
     first = next(entry for entry in removed if entry["id"] == f"doc-{case['verbatim in the middle']}")
     assert first["step"] == "decontaminate" and first["reason"].startswith("humaneval HumanEval/1: \"")
     section = one["decontaminate"]["benchmarks"]["humaneval"]
     assert section["items"] == 164 and section["documents"]["HumanEval/7"] == 3  # line breaks, both halves
-    assert one["decontaminate"] == three["decontaminate"]
+    assert one["decontaminate"] == three["decontaminate"] == seven["decontaminate"]
 
     cut = clean([path], tmp_path / "gpt3", decontaminate=["humaneval"], decontaminate_mode="gpt3", progress=False)
     kept = [json.loads(line)["text"] for line in open(tmp_path / "gpt3" / "code.jsonl")]

@@ -11,7 +11,7 @@ BASE = np.uint64(0x9E3779B97F4A7C15)
 MIX_1, MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mix(value):
     """A 64-bit finaliser (splitmix64's), so that nearby keys land far apart in the table."""
     value = (value ^ (value >> np.uint64(30))) * MIX_1
@@ -38,7 +38,7 @@ def _window_keys(hashes, count, length, keys):
     return windows
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lookup(table_keys, table_first, value, length):
     """The first pattern of the key of a window whose polynomial is `value` and whose length is `length`, or -1."""
     key = _mix(value + np.uint64(length) * MIX_2)

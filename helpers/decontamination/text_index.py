@@ -5,8 +5,9 @@ item of fewer than `n` words is one pattern, whole. A document contains an item'
 pattern's words consecutively. No n-gram crosses from one document to the next, or from one item to the next.
 
 The scan is one compiled loop over a document's UTF-8 bytes: it finds the words as `str.split` does (ASCII and
-Unicode whitespace), hashes each word's normalised bytes (FNV-1a, then mixed), keys each window by a polynomial of
-its words' hashes, and looks the key up in an open-addressing table of the patterns' keys. Each key met is only a
+Unicode whitespace), hashes each word's normalised bytes (a rotate and xor of each byte's random code, then mixed),
+keys each window by a polynomial of its words' hashes, and looks the key up in an open-addressing table of the
+patterns' keys. Each key met is only a
 candidate: the document's words there are compared with the item's words, so a match is never reported on a hash
 alone, and no match is missed, since equal words give equal keys. A Bloom filter or a table of hashes without this
 check can report an n-gram the item does not hold; one that keys the text differently from the check can miss one.
@@ -25,12 +26,11 @@ from .table import BASE, NgramTable, _lookup, _mix
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
-FNV_OFFSET, FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 FIRST_CANDIDATES = 64
 
 
 def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Each byte's class for the scan, and its lowercase."""
+    """Each byte's class for the scan, and the 64-bit code its lowercase adds to a word's hash (random, fixed)."""
     classes = np.full(256, WORD, np.uint8)
     for character in string.punctuation:
         classes[ord(character)] = PUNCTUATION
@@ -38,12 +38,13 @@ def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
         classes[byte] = SPACE
     for byte in (0xC2, 0xE1, 0xE2, 0xE3):  # the lead bytes of U+0085, U+00A0, U+1680, U+2000-U+205F and U+3000
         classes[byte] = LEAD
-    lower = np.arange(256, dtype=np.uint8)
+    lower = np.arange(256)
     lower[65:91] += 32
-    return classes, lower
+    codes = np.random.default_rng(20260101).integers(1, 2**63, size=256, dtype=np.int64).astype(np.uint64)
+    return classes, codes[lower]
 
 
-CLASSES, LOWER = _byte_tables()
+CLASSES, CODES = _byte_tables()
 
 
 @njit(cache=True)
@@ -64,48 +65,42 @@ def _space_length(data, i):
     return 3 if first == 0xE3 and second == 0x80 and third == 0x80 else 0
 
 
-@njit(cache=True)
-def _kind(data, i, classes):
-    """What the byte at `i` is to the scan (WORD, PUNCTUATION or SPACE) and how many bytes its character takes, as far
-    as the scan needs: a Unicode space's whole length, 1 otherwise."""
-    kind = np.int64(classes[data[i]])
-    if kind == LEAD:
-        length = _space_length(data, i)
-        return (SPACE, length) if length > 0 else (WORD, 1)
-    return kind, 1
-
-
-@njit(cache=True)
-def _next_word(data, i, classes, lower):
+@njit(cache=True, inline="always")
+def _next_word(data, i, classes, codes):
     """The next word from byte `i` on: its start, its end and its hash, and where to go on from; a start of -1 when
-    no word is left. A piece of punctuation alone is not a word."""
-    size = data.size
+    no word is left. A piece of punctuation alone is not a word. A word's hash rotates and adds (xor) each kept
+    byte's code, then is mixed."""
+    size, start, value, kept = data.size, -1, np.uint64(0), False
     while i < size:
-        kind, step = _kind(data, i, classes)
-        if kind == SPACE:
-            i += step
-            continue
-        start, value, kept = i, FNV_OFFSET, False
-        while i < size:
-            kind, step = _kind(data, i, classes)
-            if kind == SPACE:
-                break
-            if kind != PUNCTUATION:
-                value = (value ^ np.uint64(lower[data[i]])) * FNV_PRIME
-                kept = True
-            i += step
-        if kept:
-            return start, i, _mix(value), i
+        byte = data[i]
+        kind = classes[byte]
+        if kind == WORD or (kind == LEAD and _space_length(data, i) == 0):
+            if start < 0:
+                start = i
+            value = ((value << np.uint64(1)) | (value >> np.uint64(63))) ^ codes[byte]
+            kept = True
+            i += 1
+        elif kind == PUNCTUATION:
+            if start < 0:
+                start = i
+            i += 1
+        else:  # a space ends the piece
+            if kept:
+                return start, i, _mix(value), i
+            start = -1
+            i += 1 if kind == SPACE else _space_length(data, i)
+    if kept:
+        return start, size, _mix(value), size
     return -1, size, np.uint64(0), size
 
 
 @njit(cache=True)
-def _words(data, classes, lower, hashes, starts, ends):
+def _words(data, classes, codes, hashes, starts, ends):
     """Fill `hashes`, `starts`, `ends` (each at least len(data) // 2 + 1 long) with each word's hash and byte
     span; the number of words."""
     count, i = 0, 0
     while True:
-        start, end, value, i = _next_word(data, i, classes, lower)
+        start, end, value, i = _next_word(data, i, classes, codes)
         if start < 0:
             return count
         hashes[count], starts[count], ends[count] = value, start, end
@@ -118,7 +113,7 @@ def _scan(data, index, found_arrays):
     closes is keyed (rolling, from a ring of the last words) and looked up; for each key in the table, the entry it
     leads to and the window's byte span, in order of the window's end, into `found_arrays` (entries, starts, ends).
     All are counted; as many as fit are written. `index`: the byte tables, the pattern lengths and the table."""
-    classes, lower, lengths, table_keys, table_first = index
+    classes, codes, lengths, table_keys, table_first = index
     found_entry, found_start, found_end = found_arrays
     longest = lengths.max()
     ring = 1
@@ -131,7 +126,7 @@ def _scan(data, index, found_arrays):
             tops[k] *= BASE
     found, count, i = 0, 0, 0
     while True:
-        start, end, word, i = _next_word(data, i, classes, lower)
+        start, end, word, i = _next_word(data, i, classes, codes)
         if start < 0:
             return found
         slot_in_ring = count & (ring - 1)
@@ -157,7 +152,7 @@ def word_hashes(text: str) -> np.ndarray:
     data = _bytes(text)
     capacity = data.size // 2 + 1
     hashes, starts, ends = np.empty(capacity, np.uint64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
-    return hashes[:_words(data, CLASSES, LOWER, hashes, starts=starts, ends=ends)].copy()
+    return hashes[:_words(data, CLASSES, CODES, hashes, starts=starts, ends=ends)].copy()
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -185,7 +180,7 @@ class TextIndex:
         assert all(h.size == len(w) for h, w in zip(hashes, self.words)), "the scan and gpt3_words split differently"
         self.table = NgramTable(hashes, n)
         self.patterns = self.table.patterns
-        self.arrays = (CLASSES, LOWER, self.table.lengths, self.table.table_keys, self.table.table_first)
+        self.arrays = (CLASSES, CODES, self.table.lengths, self.table.table_keys, self.table.table_first)
 
     def candidates(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The scan's candidates in `text`: first entries, byte starts and byte ends."""
