@@ -136,6 +136,7 @@ def test_an_eval_file_with_named_fields_and_bad_requests_in_one_line(tmp_path, r
     assert report["decontaminate"]["benchmarks"]["mine"]["documents"] == {"q1": 1}
     refused_by_clean(["--decontaminate", str(evals), "--eval-keys", "prompt"], "no 'prompt' field")
     refused_by_clean(["--decontaminate", "nowhere.jsonl"], "no such file")
+    refused_by_clean(["--exact", "--mode", "gpt3"], "only --decontaminate reads it")
     done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(document), "--output-dir",
                            str(tmp_path / "both"), "--fuzzy", "--decontaminate", str(evals), "--ngram", "7"],
                           capture_output=True, text=True)

@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", default=None, help="zoo name or Hugging Face folder the ids come from")
     parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (default {TOKEN_NGRAM})")
     args = parser.parse_args(argv)
+    for flag, value in (("--eval-keys", args.eval_keys), ("--tokenizer", args.tokenizer)):
+        if value is not None and args.decontaminate is None:
+            raise UserError(f"{flag} {value}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
+                            f"{flag} out")
     overlap = None
     if args.decontaminate is not None:
         if args.ngram < 1:

@@ -340,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ngram < 1:
         raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
+    if args.eval_keys is not None and args.decontaminate is None:
+        raise UserError(f"--eval-keys {args.eval_keys}: only --decontaminate reads it; fix: add --decontaminate EVAL, "
+                        "or leave --eval-keys out")
     evals = None
     if args.decontaminate is not None:
         keys = tuple(key for key in (args.eval_keys or "").split(",") if key) or None

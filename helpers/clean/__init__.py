@@ -1,6 +1,6 @@
 """Cleaning and deduplication before tokenizing (`python -m helpers.clean`): normalisation, language ID,
-datatrove's quality filters, exact duplicates, repeated lines, MinHash near-duplicates with LSH, PII masking, and
-the audit trail of what went."""
+datatrove's quality filters, decontamination, exact duplicates, repeated lines, MinHash near-duplicates with LSH,
+PII masking, and the audit trail of what went."""
 
 from ..common.lazy import lazy_names
 

@@ -24,6 +24,9 @@ texts). Steps, always in this order:
 - `--filters gopher-quality,gopher-repetition,c4-quality,fineweb-quality` (any, in the order given): datatrove
   0.10.1's quality filters, decision for decision (`helpers.clean.filters`), each rule's threshold settable with
   `--filter-option NAME.SETTING=VALUE`;
+- `--decontaminate humaneval FILE...` (`--eval-keys`, `--ngram 13`, `--mode drop|gpt3`): a document holding 13
+  words in a row of an evaluation item (GPT-3's words) goes, or with `gpt3` only those spans with 200 characters
+  either side (`helpers.clean.decontaminate`); each removal names the benchmark, the item and the matching text;
 - `--exact`: a 128-bit xxh3 digest of the (normalised) text; across all inputs the first occurrence, by
   input order then line, is kept;
 - `--lines`: a line (30 characters or more, surrounding whitespace aside) held by at least
@@ -497,8 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
                         help="the evaluation items' fields to protect, comma-separated (default: a named set's own, "
                              "else text)")
-    parser.add_argument("--mode", choices=MODES, default="drop",
-                        help="--decontaminate: drop a document that holds an n-gram, or cut the spans as GPT-3 did")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="--decontaminate: drop a document that holds an n-gram (default), or cut the spans as "
+                             "GPT-3 did")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
@@ -528,9 +532,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     ngram, decontaminate_ngram = _ngrams(args)
+    for flag, value in (("--mode", args.mode), ("--eval-keys", args.eval_keys)):
+        if value is not None and args.decontaminate is None:
+            raise UserError(f"{flag} {value}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
+                            f"{flag} out")
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
                    decontaminate=args.decontaminate, eval_keys=args.eval_keys,
-                   decontaminate_ngram=decontaminate_ngram, decontaminate_mode=args.mode,
+                   decontaminate_ngram=decontaminate_ngram, decontaminate_mode=args.mode or "drop",
                    filters=args.filters, filter_options=args.filter_option, languages=args.languages,
                    language_threshold=args.language_threshold,
                    fuzzy=args.fuzzy, pii=args.pii, threshold=args.threshold, line_min_count=args.line_min_count,
