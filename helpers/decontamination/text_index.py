@@ -30,7 +30,8 @@ FIRST_CANDIDATES = 64
 
 
 def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Each byte's class for the scan, and the 64-bit code its lowercase adds to a word's hash (random, fixed)."""
+    """Each byte's class for the scan, and the 64-bit code its lowercase adds to a word's hash (random, fixed; 0 for
+    punctuation)."""
     classes = np.full(256, WORD, np.uint8)
     for character in string.punctuation:
         classes[ord(character)] = PUNCTUATION
@@ -40,8 +41,9 @@ def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
         classes[byte] = LEAD
     lower = np.arange(256)
     lower[65:91] += 32
-    codes = np.random.default_rng(20260101).integers(1, 2**63, size=256, dtype=np.int64).astype(np.uint64)
-    return classes, codes[lower]
+    codes = np.random.default_rng(20260101).integers(1, 2**63, size=256, dtype=np.int64).astype(np.uint64)[lower]
+    codes[classes == PUNCTUATION] = 0  # a deleted byte adds nothing and does not rotate the hash
+    return classes, codes
 
 
 CLASSES, CODES = _byte_tables()
@@ -69,26 +71,31 @@ def _space_length(data, i):
 def _next_word(data, i, classes, codes):
     """The next word from byte `i` on: its start, its end and its hash, and where to go on from; a start of -1 when
     no word is left. A piece of punctuation alone is not a word. A word's hash rotates and adds (xor) each kept
-    byte's code, then is mixed."""
-    size, start, value, kept = data.size, -1, np.uint64(0), False
+    byte's code, then is mixed; a letter or a punctuation mark takes the same path, without a branch (a mark's code
+    is 0, and it rotates by 0)."""
+    size, start, value, kept = data.size, i, np.uint64(0), np.uint64(0)
     while i < size:
         byte = data[i]
         kind = classes[byte]
-        if kind == WORD or (kind == LEAD and _space_length(data, i) == 0):
-            if start < 0:
-                start = i
-            value = ((value << np.uint64(1)) | (value >> np.uint64(63))) ^ codes[byte]
-            kept = True
+        if kind < SPACE:  # a letter or a mark: inside a piece
+            code = codes[byte]
+            turn = np.uint64(code != 0)
+            value = ((value << turn) | (value >> ((np.uint64(64) - turn) & np.uint64(63)))) ^ code
+            kept |= turn
             i += 1
-        elif kind == PUNCTUATION:
-            if start < 0:
-                start = i
-            i += 1
-        else:  # a space ends the piece
-            if kept:
-                return start, i, _mix(value), i
-            start = -1
-            i += 1 if kind == SPACE else _space_length(data, i)
+            continue
+        step = 1
+        if kind == LEAD:
+            step = _space_length(data, i)
+            if step == 0:  # the lead byte of a character that is not a space
+                value = ((value << np.uint64(1)) | (value >> np.uint64(63))) ^ codes[byte]
+                kept = np.uint64(1)
+                i += 1
+                continue
+        if kept:
+            return start, i, _mix(value), i
+        i += step
+        start = i
     if kept:
         return start, size, _mix(value), size
     return -1, size, np.uint64(0), size
