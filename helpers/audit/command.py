@@ -26,6 +26,7 @@ import numpy as np
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from ..decontamination.evals import load_evals
+from ..decontamination.flags import add_eval_flags, eval_keys, refuse_without_evals
 from ..decontamination.lengths import TOKEN_NGRAM
 from ..tokenizers.zoo import load_tokenizer
 from .eval_overlap import eval_overlap
@@ -98,25 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ignore-index", type=int, default=-100)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
-    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
-                        help="also look for these evaluation sets' n-grams (eval-overlap): JSONL or Parquet files, "
-                             "or humaneval; needs --tokenizer")
-    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
-                        help="the evaluation items' fields, comma-separated (default: a named set's own, else text)")
+    add_eval_flags(parser, "a batch holding one of their n-grams is a finding (eval-overlap); needs --tokenizer")
     parser.add_argument("--tokenizer", default=None, help="zoo name or Hugging Face folder the ids come from")
     parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (default {TOKEN_NGRAM})")
     args = parser.parse_args(argv)
-    for flag, value in (("--eval-keys", args.eval_keys), ("--tokenizer", args.tokenizer)):
-        if value is not None and args.decontaminate is None:
-            raise UserError(f"{flag} {value}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
-                            f"{flag} out")
+    refuse_without_evals(args, tokenizer=args.tokenizer)
     overlap = None
     if args.decontaminate is not None:
         if args.ngram < 1:
             raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
-        keys = tuple(key for key in (args.eval_keys or "").split(",") if key) or None
         tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None
-        overlap = eval_overlap(load_evals(args.decontaminate, keys), tokenizer, args.ngram, args.eod_id)
+        overlap = eval_overlap(load_evals(args.decontaminate, eval_keys(args.eval_keys) or None), tokenizer,
+                               args.ngram, args.eod_id)
     streams = [read_batches(path) for path in args.files] if args.ranks else [_stream(args.files)]
     report = audit_ranks(streams, vocab_size=args.vocab_size, labels=args.labels, pad_id=args.pad_id,
                          ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps, overlap=overlap)

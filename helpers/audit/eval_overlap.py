@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..common.errors import UserError
-from ..decontamination.evals import EvalSet
+from ..decontamination.evals import EvalSet, flat_items
 from ..decontamination.lengths import TOKEN_NGRAM
 
 
@@ -19,8 +19,8 @@ class EvalOverlap:
     def __init__(self, evals: list[EvalSet], tokenizer, ngram: int = TOKEN_NGRAM, eod_id: int | None = None):
         from ..decontamination.token_index import TokenIndex  # numba, loaded only when asked for
 
-        self.names = [f"{each.name} {name}" for each in evals for name in each.names]
-        self.index = TokenIndex.encoded([text for each in evals for text in each.texts], tokenizer, ngram)
+        self.names, texts = flat_items(evals)
+        self.index = TokenIndex.encoded(texts, tokenizer, ngram)
         self.tokenizer, self.ngram = tokenizer, ngram
         self.eod_id = tokenizer.eod_id if eod_id is None else eod_id
 

@@ -26,6 +26,7 @@ from ..common.errors import UserError
 from ..datasets.indexed import HEADER, MAGIC, MAKE_PREFIX, IndexedDataset, IndexFormatError, bin_path, idx_path
 from ..datasets.sidecar import read_sidecar, sidecar_path, tokenizer_for
 from ..decontamination.evals import load_evals
+from ..decontamination.flags import add_eval_flags, eval_keys, refuse_without_evals
 from ..decontamination.lengths import TOKEN_NGRAM
 from ..tokenizers.token_dtype import optimal_dtype
 from ..tokenizers.zoo import load_tokenizer
@@ -331,22 +332,16 @@ def main(argv: list[str] | None = None) -> int:
                                             "with it): enables vocab, EOD and text checks")
     parser.add_argument("--no-eod", action="store_true",
                         help="documents were written without --append-eod (default: the sidecar says)")
-    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
-                        help="evaluation sets whose token n-grams to look for: JSONL or Parquet files, or humaneval")
-    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
-                        help="the evaluation items' fields, comma-separated (default: a named set's own, else text)")
+    add_eval_flags(parser, "a check that the data holds none of their token n-grams")
     parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (--decontaminate; default "
                                                                         f"{TOKEN_NGRAM})")
     args = parser.parse_args(argv)
     if args.ngram < 1:
         raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
-    if args.eval_keys is not None and args.decontaminate is None:
-        raise UserError(f"--eval-keys {args.eval_keys}: only --decontaminate reads it; fix: add --decontaminate EVAL, "
-                        "or leave --eval-keys out")
+    refuse_without_evals(args)
     evals = None
     if args.decontaminate is not None:
-        keys = tuple(key for key in (args.eval_keys or "").split(",") if key) or None
-        evals = load_evals(args.decontaminate, keys)
+        evals = load_evals(args.decontaminate, eval_keys(args.eval_keys) or None)
     prefix = re.sub(r"\.(bin|idx|json)$", "", args.prefix)  # the prefix, however it was named
     missing = [path.name for path in (idx_path(prefix), bin_path(prefix)) if not path.is_file()]
     if missing:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..decontamination.evals import EvalSet
+from ..decontamination.evals import EvalSet, flat_items
 
 LISTED = 20  # matches listed under the checks, at most
 
@@ -16,8 +16,8 @@ def eval_overlap(ds, tokens: np.ndarray, tokenizer, *, evals: list[EvalSet], ngr
     """Add the check to `report`; the lines that list where the first matches are (sequence, tokens, item)."""
     from ..decontamination.token_index import TokenIndex  # numba, loaded only when asked for
 
-    names = [f"{each.name} {name}" for each in evals for name in each.names]
-    index = TokenIndex.encoded([text for each in evals for text in each.texts], tokenizer, ngram)
+    names, texts = flat_items(evals)
+    index = TokenIndex.encoded(texts, tokenizer, ngram)
     starts = np.asarray(ds.sequence_pointers, np.int64) // ds.dtype.itemsize
     matches = index.matches(tokens, starts)
     listed, seen = [], set()

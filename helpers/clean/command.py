@@ -75,6 +75,8 @@ from ..common.stop_signals import check_signals, signals_held
 from ..corpus.columnar import SAVED_STATE
 from ..corpus.inputs import open_input
 from ..corpus.ranges import is_compressed
+from ..decontamination.flags import add_eval_flags, refuse_without_evals
+from ..decontamination.flags import eval_keys as parse_eval_keys
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
 from .band_files import band_paths, parse_size
 from .decontaminate import MODES, check_decontamination
@@ -118,9 +120,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     chosen, language_threshold = check_languages("any" if languages is None else languages, language_threshold)
     if languages is not None:
         kept_languages = chosen or ("any",)
-    if isinstance(eval_keys, str):
-        eval_keys = [key for key in eval_keys.split(",") if key]
-    eval_keys = tuple(eval_keys or ())
+    eval_keys = parse_eval_keys(eval_keys)
     check_decontamination(decontaminate, decontaminate_ngram, decontaminate_mode)
     settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
                              threshold=threshold,
@@ -495,11 +495,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')")
     parser.add_argument("--filter-option", action="append", default=None, metavar="NAME.SETTING=VALUE",
                         help="a filter's setting, e.g. gopher-quality.min_doc_words=30 (JSON values; repeat the flag)")
-    parser.add_argument("--decontaminate", nargs="+", default=None, metavar="EVAL",
-                        help="evaluation sets whose n-grams go: JSONL or Parquet files, or humaneval")
-    parser.add_argument("--eval-keys", default=None, metavar="FIELDS",
-                        help="the evaluation items' fields to protect, comma-separated (default: a named set's own, "
-                             "else text)")
+    add_eval_flags(parser, "documents holding their n-grams go")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="--decontaminate: drop a document that holds an n-gram (default), or cut the spans as "
                              "GPT-3 did")
@@ -532,10 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     ngram, decontaminate_ngram = _ngrams(args)
-    for flag, value in (("--mode", args.mode), ("--eval-keys", args.eval_keys)):
-        if value is not None and args.decontaminate is None:
-            raise UserError(f"{flag} {value}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
-                            f"{flag} out")
+    refuse_without_evals(args, mode=args.mode)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
                    decontaminate=args.decontaminate, eval_keys=args.eval_keys,
                    decontaminate_ngram=decontaminate_ngram, decontaminate_mode=args.mode or "drop",

@@ -13,49 +13,72 @@ from __future__ import annotations
 import json
 
 from ..common.errors import UserError
-from ..decontamination.evals import EvalSet
+from ..decontamination.evals import EvalSet, flat_items
 from ..decontamination.lengths import TEXT_NGRAM
 from ..decontamination.spans import MOST_PIECES, pieces
 from ..decontamination.text_index import TextIndex
-from .step import DocumentStep
+from .step import DocumentStep, Filter
 
 MODES = ("drop", "gpt3")
 SHOWN_CHARACTERS = 200  # of the matching text, in a removal's reason
 
 
-class Decontaminate(DocumentStep):
-    """Drop (or, in `gpt3` mode, cut) what holds an n-gram of `evals` (`EvalSet`s), `ngram` words long."""
+class _Decontamination:
+    """What both modes share: the index of `evals` (`EvalSet`s), `ngram` words an n-gram, the notes and the report."""
 
     name = "decontaminate"
     counted = ("documents_matched", "spans_removed")
+    mode = ""
 
-    def __init__(self, evals: list[EvalSet], ngram: int = TEXT_NGRAM, mode: str = "drop"):
-        if mode not in MODES:
-            raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-        self.mode, self.ngram = mode, ngram
-        self.benchmarks = [each.name for each in evals]
-        self.items = [(number, name) for number, each in enumerate(evals) for name in each.names]
-        self.index = TextIndex([text for each in evals for text in each.texts], ngram)
-        self.sizes = {each.name: len(each.texts) for each in evals}
+    def __init__(self, evals: list[EvalSet], ngram: int = TEXT_NGRAM):
+        self.ngram = ngram
+        self.names, texts = flat_items(evals)
+        self.index = TextIndex(texts, ngram)
+        self.benchmarks = [(each.name, each.names) for each in evals]
 
-    def named(self, item: int) -> str:
-        """An item as a removal names it: its benchmark, then its own name."""
-        benchmark, name = self.items[item]
-        return f"{self.benchmarks[benchmark]} {name}"
-
-    def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
-        matches = self.index.matches(text)  # all, so that the report credits every item a document holds
+    def found(self, text: str, notes: dict):
+        """Every match in `text` (all, so that the report credits every item a document holds), noted; with the
+        reason that names the first, or None when there is none."""
+        matches = self.index.matches(text)
         if not matches:
-            return text, None
+            return matches, None
         notes["documents_matched"] = notes.get("documents_matched", 0) + 1
         items = notes.setdefault("items", {})
-        for item in dict.fromkeys(match.item for match in matches):
-            items[self.named(item)] = items.get(self.named(item), 0) + 1
+        for name in dict.fromkeys(self.names[match.item] for match in matches):
+            items[name] = items.get(name, 0) + 1
         first = matches[0]
         shown = json.dumps(text[first.start:first.end][:SHOWN_CHARACTERS], ensure_ascii=False)
-        reason = f"{self.named(first.item)}: {shown}"
-        if self.mode == "drop":
-            return text, reason
+        return matches, f"{self.names[first.item]}: {shown}"
+
+    def report(self, run) -> dict:
+        """The settings, and per benchmark its items and the documents each item was found in."""
+        found = run.notes.get(self.name, {}).get("items", {})
+        benchmarks = {}
+        for benchmark, names in self.benchmarks:
+            mine = {name: found[f"{benchmark} {name}"] for name in names if f"{benchmark} {name}" in found}
+            benchmarks[benchmark] = {"items": len(names), "items_found": len(mine), "documents": mine}
+        return {"mode": self.mode, "ngram": self.ngram, "patterns": self.index.patterns, "benchmarks": benchmarks}
+
+
+class DropContaminated(_Decontamination, Filter):
+    """`--mode drop`: a filter, so a later pass of the run does not scan again what this one decided."""
+
+    mode = "drop"
+
+    def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
+        return text, self.found(text, notes)[1]
+
+
+class CutContaminated(_Decontamination, DocumentStep):
+    """`--mode gpt3`: the matching spans cut out (`helpers.decontamination.spans`); it changes texts, so every pass
+    applies it."""
+
+    mode = "gpt3"
+
+    def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
+        matches, reason = self.found(text, notes)
+        if reason is None:
+            return text, None
         kept = pieces(text, [(match.start, match.end) for match in matches])
         notes["spans_removed"] = notes.get("spans_removed", 0) + len(matches)
         if not kept:
@@ -64,15 +87,12 @@ class Decontaminate(DocumentStep):
             return text, f"{reason} (cut into {len(kept)} pieces, more than {MOST_PIECES})"
         return "\n".join(kept), None
 
-    def report(self, run) -> dict:
-        """The settings, and per benchmark its items and the documents each item was found in."""
-        found = run.notes.get(self.name, {}).get("items", {})
-        benchmarks = {}
-        for number, benchmark in enumerate(self.benchmarks):
-            mine = {name: found[f"{benchmark} {name}"] for item, name in self.items
-                    if item == number and f"{benchmark} {name}" in found}
-            benchmarks[benchmark] = {"items": self.sizes[benchmark], "items_found": len(mine), "documents": mine}
-        return {"mode": self.mode, "ngram": self.ngram, "patterns": self.index.patterns, "benchmarks": benchmarks}
+
+def decontamination_step(evals: list[EvalSet], ngram: int = TEXT_NGRAM, mode: str = "drop") -> _Decontamination:
+    """The step for `mode` ("drop" or "gpt3")."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+    return (DropContaminated if mode == "drop" else CutContaminated)(evals, ngram)
 
 
 def check_decontamination(evals: list | None, ngram: int, mode: str) -> None:

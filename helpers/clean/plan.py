@@ -9,7 +9,7 @@ import json
 
 from ..common.errors import UserError
 from ..decontamination.evals import load_evals
-from .decontaminate import Decontaminate
+from .decontaminate import decontamination_step
 from .dedup import ExactDedup, LineDedup
 from .filters import FILTERS
 from .formatters import Normalize
@@ -30,8 +30,8 @@ def steps_of(settings) -> list:
     options = dict(settings.filter_options)
     steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
     if settings.decontaminate:
-        steps.append(Decontaminate(load_evals(list(settings.decontaminate), settings.eval_keys or None),
-                                   ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode))
+        steps.append(decontamination_step(load_evals(list(settings.decontaminate), settings.eval_keys or None),
+                                          ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode))
     if settings.exact:
         steps.append(ExactDedup())
     if settings.lines:

@@ -29,6 +29,13 @@ class EvalSet:
     texts: tuple[str, ...]
 
 
+def flat_items(evals: list[EvalSet]) -> tuple[list[str], list[str]]:
+    """Every item of `evals`, in order: its name as removals and findings give it (`humaneval HumanEval/3`), and its
+    text; an index's item numbers are places in these lists."""
+    return ([f"{each.name} {name}" for each in evals for name in each.names],
+            [text for each in evals for text in each.texts])
+
+
 def load_evals(specs: list[str], keys: tuple[str, ...] | None = None) -> list[EvalSet]:
     """Each of `specs` (a path, or a name in `NAMED`) read into an `EvalSet`; `keys` are the fields to protect (default:
     a named set's own, else `text`). Refused in one line: a file that cannot be read, a field missing."""
