@@ -59,6 +59,7 @@ from ..common.paths import NOTEBOOK_DIR, REPO_ROOT
 from ..common.yaml_file import read_yaml
 from ..kernel import KERNEL_NAME
 from ..workshop.env import METRICS_FILE_ENV, metrics_file, read_metrics
+from .papermill_loader import load_papermill
 
 KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
@@ -77,7 +78,7 @@ GRID_EXAMPLE = "'capacity: [512, 2048]'"
 def run_notebook(notebook: Path, output: Path, parameters: dict[str, Any] | None = None,
                  kernel: str = KERNEL, cwd: Path = NOTEBOOK_DIR) -> dict[str, Any]:
     """Execute one notebook with papermill; return its summary entry (never raises on a cell error)."""
-    import papermill
+    papermill = load_papermill()
 
     os.environ[HEADLESS_ENV] = "1"  # the kernel inherits it: explorers print their knobs, no widget state
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -158,7 +159,7 @@ def describe_failure(entry: dict[str, Any]) -> str:
 
 def notebook_parameters(notebook: Path) -> dict[str, Any]:
     """The names and default values of a notebook's `parameters` cell (read, not executed)."""
-    import papermill
+    papermill = load_papermill()
 
     found = papermill.inspect_notebook(str(notebook))
     defaults = {}
