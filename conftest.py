@@ -148,8 +148,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Notebooks first: a test that reads a notebook's default run comes after the run, in the same unit."""
-    items.sort(key=lambda item: item.path.suffix != ".ipynb")
+    """Notebooks first: a test that reads a notebook's default run comes after the run, in the same unit. The
+    modules that use Ray last, together, so that one process (without xdist too) starts it once."""
+    items.sort(key=lambda item: (item.path.suffix != ".ipynb", unit_of(item.nodeid) == "ray"))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real corpus (built once, as `make workshop` builds it), one Ray for the whole session,
+"""Shared fixtures: the real corpus (built once, as `make workshop` builds it), one Ray for the tests that use it,
 and quiet progress bars. How the whole suite runs (notebooks included) is in the repository's conftest.py."""
 
 from __future__ import annotations
@@ -36,14 +36,50 @@ def humaneval():
     return evals
 
 
-@pytest.fixture(scope="session")
-def ray_cluster():
-    """A local Ray with 2 CPUs, started once per test session (it takes about 10 s) and shut down at its end;
-    `--engine ray` runs inside the test process use it instead of starting their own."""
-    from helpers.engines.ray_cluster import ray_session  # ray is in the test extra: a missing one fails, never skips
+class LocalRay:
+    """A local Ray with 2 CPUs for the tests that ask for `ray_cluster`: started by the first (it takes about
+    10 s) and shut down after the last test of the modules that use it. Those modules run together (one unit of
+    work, the repository's conftest.py), so it starts once, and its daemons take no CPU from the tests after."""
 
-    with ray_session(num_cpus=2):  # ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False), quiet
-        yield
+    def __init__(self):
+        self.session = None
+
+    def start(self) -> None:
+        if self.session is None:
+            from helpers.engines.ray_cluster import ray_session  # in the test extra: a missing ray fails, never skips
+
+            self.session = ray_session(num_cpus=2)  # ray.init(num_cpus=2, include_dashboard=False, ...), quiet
+            self.session.__enter__()
+
+    def stop(self) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            session.__exit__(None, None, None)
+
+
+LOCAL_RAY = LocalRay()
+
+
+@pytest.fixture
+def ray_cluster():
+    """Ray running in this process: `--engine ray` runs inside the test process use it instead of starting
+    their own."""
+    LOCAL_RAY.start()
+    yield
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Ray is shut down once the next test is of a module that does not use it (or there is none)."""
+    if LOCAL_RAY.session is not None and (nextitem is None or nextitem.path not in ray_modules(item.session)):
+        LOCAL_RAY.stop()
+
+
+def ray_modules(session) -> set:
+    """The test files that have a test using `ray_cluster`."""
+    if not hasattr(session, "ray_modules"):
+        session.ray_modules = {item.path for item in session.items
+                               if "ray_cluster" in getattr(item, "fixturenames", ())}
+    return session.ray_modules
 
 
 @pytest.fixture
