@@ -17,7 +17,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from numba import njit
+
+from ..common.compiled import jit
 
 COMPILED_WORDS = 100  # below, the Python twin (numba's start-up is not worth paying for a few such)
 BASE = 0x9E3779B97F4A7C15  # odd, so it has an inverse modulo 2**64
@@ -94,7 +95,7 @@ def _powers(count: int) -> tuple[np.ndarray, np.ndarray]:
     return _POWERS[0], _POWERS[1]
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _measure(codes, prefix, inverse, starts, n, top):
     """The twins' measures over `codes`, word i starting at `starts[i]`: with `top`, `top_characters` (the words
     joined by spaces: an n-gram ends one before the next word starts); else `repeated_characters` (joined

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from numba import njit
 
-from ..common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, compiled_pays
+from ..common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, compiled_pays, jit
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .batch_memory import BATCH_BLOCKS
@@ -111,7 +110,7 @@ def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
     return blends
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _greedy_blend(weights: np.ndarray, limits: np.ndarray, size: int):  # pragma: no cover - compiled
     """At each step, the dataset (under its limit) whose count lags `w x max(i, 1)` most; ties: lowest."""
     dataset_index = np.zeros(size, dtype=np.int16)

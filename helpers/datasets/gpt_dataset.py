@@ -32,9 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from numba import njit
 
-from ..common.compiled import BATCH_TOKENS, SAMPLE_INDEX_ENTRIES, compiled_pays
+from ..common.compiled import BATCH_TOKENS, SAMPLE_INDEX_ENTRIES, compiled_pays, jit
 from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
 from .batch_memory import BATCH_BLOCKS
@@ -71,7 +70,7 @@ def parse_split(split: str) -> list[float]:
     return (values / total).tolist()
 
 
-@njit(cache=True, nogil=True)
+@jit(cache=True, nogil=True)
 def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compiled
     """Row i of `out` = the tokens of sample `samples[i]`, as wide as `out`: from where the sample index says it
     starts (an entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per
@@ -179,7 +178,7 @@ def _sample_starts_numpy(sequence_lengths, document_index, seq_length, num_sampl
     return out
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _sample_starts(sequence_lengths, document_index, seq_length, num_samples):  # pragma: no cover - compiled
     """Sample k starts at token k x seq_length of the documents' stream, in the entry holding that token (an
     entry ending exactly there gives way to the next); starts past the stream's end stay in its last entry.

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
-from ..common.compiled import BATCH_TOKENS, compiled_pays
+from ..common.compiled import BATCH_TOKENS, compiled_pays, jit
 from .batch_memory import BATCH_BLOCKS
 
 IGNORE_INDEX = -100
@@ -38,7 +37,7 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
     return index - torch.cummax(start_index, dim=-1).values
 
 
-@njit(cache=True, nogil=True)
+@jit(cache=True, nogil=True)
 def _fill_layout(windows, eod, reset_positions, mask_eod_loss, out):  # pragma: no cover - compiled
     """`out[0..3]` = input_ids, labels, position_ids, document_ids of `windows` (`[B, S+1]`, any int dtype),
     in one pass over each row: a document starts after each EOD (`eod` -1: none)."""

@@ -5,13 +5,14 @@ patterns of one key chained in the order they were added, so that a candidate is
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..common.compiled import jit
 
 BASE = np.uint64(0x9E3779B97F4A7C15)
 MIX_1, MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-@njit(cache=True, inline="always")
+@jit(cache=True, inline="always")
 def _mix(value):
     """A 64-bit finaliser (splitmix64's), so that nearby keys land far apart in the table."""
     value = (value ^ (value >> np.uint64(30))) * MIX_1
@@ -19,7 +20,7 @@ def _mix(value):
     return value ^ (value >> np.uint64(31))
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _window_keys(hashes, count, length, keys):
     """The key of every window of `length` words among the first `count` hashes, into `keys`; how many."""
     windows = count - length + 1
@@ -38,7 +39,7 @@ def _window_keys(hashes, count, length, keys):
     return windows
 
 
-@njit(cache=True, inline="always")
+@jit(cache=True, inline="always")
 def _lookup(table_keys, table_first, value, length):
     """The first pattern of the key of a window whose polynomial is `value` and whose length is `length`, or -1."""
     key = _mix(value + np.uint64(length) * MIX_2)
@@ -53,7 +54,7 @@ def _lookup(table_keys, table_first, value, length):
     return -1
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _insert(table_keys, table_first, last, following, keys):
     """Put entries 0.. of `keys` into the table; entries with one key are chained in order (`following`)."""
     mask = table_keys.size - 1

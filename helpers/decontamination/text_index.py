@@ -19,8 +19,8 @@ import string
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from ..common.compiled import jit
 from .lengths import TEXT_NGRAM
 from .table import BASE, NgramTable, _lookup, _mix
 from .words import gpt3_words
@@ -49,7 +49,7 @@ def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
 CLASSES, CODES = _byte_tables()
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _space_length(data, i):
     """The bytes of the Unicode space starting at `data[i]` (a LEAD byte), or 0 when none starts there."""
     size, first = data.size, data[i]
@@ -67,7 +67,7 @@ def _space_length(data, i):
     return 3 if first == 0xE3 and second == 0x80 and third == 0x80 else 0
 
 
-@njit(cache=True, inline="always")
+@jit(cache=True, inline="always")
 def _next_word(data, i, classes, codes):
     """The next word from byte `i` on: its start, its end and its hash, and where to go on from; a start of -1 when
     no word is left. A piece of punctuation alone is not a word. A word's hash rotates and adds (xor) each kept
@@ -101,7 +101,7 @@ def _next_word(data, i, classes, codes):
     return -1, size, np.uint64(0), size
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _words(data, classes, codes, hashes, starts, ends):
     """Fill `hashes`, `starts`, `ends` (each at least len(data) // 2 + 1 long) with each word's hash and byte
     span; the number of words."""
@@ -114,7 +114,7 @@ def _words(data, classes, codes, hashes, starts, ends):
         count += 1
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _scan(data, index, found_arrays):
     """The candidates in a document's bytes, in one pass: as each word is read, the window of each length that it
     closes is keyed (rolling, from a ring of the last words) and looked up; for each key in the table, the entry it

@@ -23,15 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from ..common.compiled import jit
 from .lengths import TOKEN_NGRAM
 from .table import BASE, NgramTable, _lookup, _mix
 
 FIRST_CANDIDATES = 256
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _token_hashes(tokens):
     hashes = np.empty(tokens.size, np.uint64)
     for i in range(tokens.size):
@@ -39,7 +39,7 @@ def _token_hashes(tokens):
     return hashes
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _scan(tokens, index, found_arrays):
     """For each window of `tokens` (of each length) whose key is in the table, its first entry and start, in order of
     the window's end, into `found_arrays` (entries, starts); all are counted, as many as fit are written. `index`: the

@@ -28,8 +28,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import torch
-from numba import njit
 
+from ..common.compiled import jit
 from ..common.errors import UserError
 from ..datasets.layout import IGNORE_INDEX, attention_mask, positions_within_documents
 
@@ -104,7 +104,7 @@ def _pieces(lengths: np.ndarray, capacity: int, overlong: str) -> tuple[np.ndarr
 # ---------------------------------------------------------------- compiled greedy loops
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _next_fit(lengths, capacity):  # pragma: no cover - compiled
     rows = np.empty(lengths.size, np.int64)
     row, free = -1, 0
@@ -117,7 +117,7 @@ def _next_fit(lengths, capacity):  # pragma: no cover - compiled
     return rows, row + 1
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _first_fit(lengths, capacity):  # pragma: no cover - compiled
     """Leftmost row with room, by descending a max-segment-tree over the rows' free space."""
     n = lengths.size
@@ -143,7 +143,7 @@ def _first_fit(lengths, capacity):  # pragma: no cover - compiled
     return rows, used
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _smallest_at_least(count, size, need):  # pragma: no cover - compiled
     """Smallest leaf value >= need whose count is positive, or -1 (count is a sum segment tree)."""
     node = need + size
@@ -159,7 +159,7 @@ def _smallest_at_least(count, size, need):  # pragma: no cover - compiled
     return -1
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _best_fit(lengths, capacity):  # pragma: no cover - compiled
     """Row with the least room that fits: rows bucketed by free space (a stack per value), a sum
     segment tree over the values finds the smallest non-empty bucket >= need in O(log capacity)."""

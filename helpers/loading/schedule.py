@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
-from ..common.compiled import GREEDY_SAMPLES, compiled_pays
+from ..common.compiled import GREEDY_SAMPLES, compiled_pays, jit
 from ..common.errors import UserError
 from ..common.yaml_file import read_yaml
 
@@ -140,7 +139,7 @@ def resumed_segments(history: list[Segment], consumed: int, future: list[Segment
     return before + after
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _choose(starts, weights, begin, end, dataset, number, counts, base, segment):  # pragma: no cover - compiled
     """The greedy rule per segment (segment s covers starts[s] .. starts[s+1]) for samples begin..end-1, into
     `dataset` and `number`; `counts` (taken of each dataset), `base` (its counts where the segment began) and
