@@ -12,20 +12,28 @@ same bytes (see benchmarks/preprocess_throughput.py, which can run it from a che
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from types import SimpleNamespace
 
 import torch
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from megatron.core.datasets import indexed_dataset
-    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
-    from megatron.core.datasets.gpt_dataset import GPTDataset as MegatronGPTDataset
-    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig
-    from megatron.core.datasets.utils import get_blend_from_list
-    from megatron.core.tokenizers.text.utils.build_tokenizer import build_tokenizer
+
+@functools.cache
+def core() -> SimpleNamespace:
+    """The megatron-core pieces used here, imported at the first test that needs them: importing megatron-core
+    takes about 3 s, which collecting these tests on a worker that runs none of them should not pay."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.datasets import indexed_dataset
+        from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+        from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+        from megatron.core.datasets.utils import get_blend_from_list
+        from megatron.core.tokenizers.text.utils.build_tokenizer import build_tokenizer
+    return SimpleNamespace(indexed_dataset=indexed_dataset, BlendedMegatronDatasetBuilder=BlendedMegatronDatasetBuilder,
+                           GPTDataset=GPTDataset, GPTDatasetConfig=GPTDatasetConfig,
+                           get_blend_from_list=get_blend_from_list, build_tokenizer=build_tokenizer)
 
 
 def megatron_tokenizer(folder: str):
@@ -35,12 +43,13 @@ def megatron_tokenizer(folder: str):
         tokenizer_special_tokens=None, tokenizer_hf_use_fast=False, trust_remote_code=False,
         tokenizer_hf_include_special_tokens=False, tokenizer_metadata=None, vocab_size=None,
     )
-    return build_tokenizer(args)
+    return core().build_tokenizer(args)
 
 
 def megatron_preprocess(jsonl: str, output_prefix: str, folder: str, key: str = "text", append_eod: bool = True):
     tokenizer = megatron_tokenizer(folder)
     prefix = f"{output_prefix}_{key}_document"
+    indexed_dataset = core().indexed_dataset
     builder = indexed_dataset.IndexedDatasetBuilder(
         f"{prefix}.bin", dtype=indexed_dataset.DType.optimal_dtype(tokenizer.vocab_size))
     with open(jsonl, encoding="utf-8") as handle:
@@ -63,7 +72,9 @@ def megatron_preprocess(jsonl: str, output_prefix: str, folder: str, key: str = 
 def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=None, eod=128001, vocab_size=128_256,
                    **options):
     """(train, valid, test) as megatron-core's BlendedMegatronDatasetBuilder builds them (no index cache)."""
-    config = GPTDatasetConfig(
+    megatron = core()
+    get_blend_from_list = megatron.get_blend_from_list
+    config = megatron.GPTDatasetConfig(
         random_seed=seed, sequence_length=seq_length, split=split,
         blend=get_blend_from_list(data_path) if data_path else None,
         blend_per_split=[get_blend_from_list(b) if b else None for b in blend_per_split] if blend_per_split else None,
@@ -76,4 +87,4 @@ def megatron_build(data_path, split, sizes, seq_length, seed, blend_per_split=No
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return BlendedMegatronDatasetBuilder(MegatronGPTDataset, list(sizes), lambda: True, config).build()
+        return megatron.BlendedMegatronDatasetBuilder(megatron.GPTDataset, list(sizes), lambda: True, config).build()

@@ -7,8 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from megatron_reference import megatron_build
 
 from helpers.common.errors import UserError
 from helpers.datasets import gpt_dataset
@@ -22,13 +24,6 @@ from helpers.datasets.blending import (
 from helpers.datasets.gpt_dataset import GPTDataset, split_ranges
 from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX, attention_mask, from_windows, loss_mask
 from helpers.preprocess import preprocess
-from megatron_reference import megatron_build
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    import torch
-    from megatron.core.datasets import helpers as megatron_helpers
-    from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
 
 EOD = 128001
 
@@ -137,6 +132,9 @@ def test_document_aware_variants_equal_megatron(prefixes):
 
 
 def test_layout_equals_megatron_masks_on_random_rows():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
     rng = np.random.default_rng(0)
     for _ in range(50):
         window = rng.choice([1, 2, 3, EOD], size=41, p=[0.3, 0.3, 0.3, 0.1])
@@ -150,6 +148,9 @@ def test_layout_equals_megatron_masks_on_random_rows():
 @pytest.mark.parametrize("weights", [[0.5, 0.3, 0.2], [0.999, 0.001], [1 / 3] * 3, [0.1] * 10])
 def test_blending_index_equals_megatron_helper(weights):
     size = 20_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.datasets import helpers as megatron_helpers
     ours = blending_indices(weights, size)
     index, sample = np.zeros(size, np.int16), np.zeros(size, np.int64)
     megatron_helpers.build_blending_indices(index, sample, np.array(weights, np.float64) / sum(weights),

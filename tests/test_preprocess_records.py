@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from megatron_reference import megatron_preprocess
+from megatron_reference import core, megatron_preprocess
 
 from helpers.common.errors import UserError
 from helpers.corpus.build import read_jsonl
@@ -119,9 +119,7 @@ def test_preprocessing_refuses_ids_outside_the_vocabulary(monkeypatch):
 
 
 def test_optimal_dtype_of_an_unknown_vocabulary_is_megatrons():
-    from megatron.core.datasets.indexed_dataset import DType
-
-    assert optimal_dtype(None) == np.dtype(DType.optimal_dtype(None)) == np.dtype(np.int32)
+    assert optimal_dtype(None) == np.dtype(core().indexed_dataset.DType.optimal_dtype(None)) == np.dtype(np.int32)
 
 
 # ---------------------------------------------------------------- --json-keys
