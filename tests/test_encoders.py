@@ -157,6 +157,16 @@ def test_auto_for_one_run_takes_the_reference_where_the_input_cannot_pay_for_the
     assert choose_encoder(llama3, "auto").fast  # a notebook or a script reads it once for all its runs
     encoders._loaded[llama3.fingerprint] = object()  # read already: nothing left to pay for
     assert choose_encoder(llama3, "auto", one_run_of_megabytes=0.01, workers=2).fast
+    # but partitions are processes of their own: each would read it again for its share
+    parted = choose_encoder(llama3, "auto", one_run_of_megabytes=0.01, workers=7, partitions=7)
+    assert not parted.fast and "its vocabulary in each of its 7 partitions" in parted.reason
+
+
+def test_a_small_input_cut_into_partitions_is_encoded_by_the_reference_in_each(tmp_path, corpus_dir):
+    """Each local partition would read fastokens' vocabulary for its own small share: `auto` weighs that."""
+    made = preprocess(corpus_dir / "docs.jsonl", tmp_path / "parts", "llama3", workers=3, partitions=3,
+                      append_eod=True, progress=False)
+    assert made.encoder.startswith("tiktoken ") and "in each of its 3 partitions" in made.encoder
 
 
 def test_the_command_line_says_why_a_small_input_goes_through_the_reference(tmp_path):

@@ -55,6 +55,10 @@ class ColumnarInput:
         """Unknown in bytes of JSONL: a run counts the bytes of its texts."""
         return None
 
+    def text_size(self, columns: tuple[str, ...]) -> int:
+        """The bytes of text a run encodes: `columns` decoded, from each file's footer or buffers."""
+        return sum(sum(open_columnar(file).group_text_bytes(columns)) for file in self.files)
+
     def range_size(self, start: int, end: int) -> int:
         """The size of groups `[start, end)` of a one-file input, uncompressed (for progress bars)."""
         opened = open_columnar(self.files[0])

@@ -18,8 +18,9 @@ methods, so a new input format is one more class:
 Each has: `files` (in reading order), `compressed` (a file without byte offsets to cut at), `group_word` (what a
 group is called in `removed.jsonl`, None for JSONL), `each_file()` (each file an input of its own, as cleaning
 treats a folder or a glob), `check_columns`, `known_size()` (bytes of JSONL, where the files say so),
-`range_size(start, end)`, `plan(parts)`, `batches(start, end, columns, refer)`, and for cleaning's outputs
-`write_part(...)` and `join_parts(parts, joined)` in the input's own format. An input is a few paths: it
+`text_size(columns)` (about the bytes of text a run encodes), `range_size(start, end)`, `plan(parts)`,
+`batches(start, end, columns, refer)`, and for cleaning's outputs `write_part(...)` and `join_parts(parts, joined)`
+in the input's own format. An input is a few paths: it
 pickles to worker processes and Ray tasks.
 """
 

@@ -84,6 +84,10 @@ class JsonlInput:
         """The bytes of JSONL a run will read, where the files say so without decompressing them (else None)."""
         return None if self.compressed else self._offsets()[-1]
 
+    def text_size(self, columns: tuple[str, ...]) -> int | None:
+        """About the bytes of text a run encodes: the JSONL's own (`known_size`)."""
+        return self.known_size()
+
     def range_size(self, start: int, end: int | None) -> int:
         """Bytes in range `[start, end)` (end None: to the end), for progress bars."""
         return (end if end is not None else self._offsets()[-1]) - start

@@ -80,7 +80,8 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     """Tokenize a JSONL file (or Parquet: a file or a folder of them) into one Megatron indexed dataset per key;
     see the module docstring. `one_run`: this process preprocesses this input only (the command line), so
     `auto` weighs fastokens' vocabulary read against the input's size; a notebook or a script that goes on
-    to preprocess more files reads it once for all of them."""
+    to preprocess more files reads it once for all of them. Local partitions are weighed either way: each is a
+    process that reads it for its own share."""
     input_path = Path(input_path)
     json_keys = check_json_keys(json_keys)
     check_engine_flags(engine, workers, ray_address, ("--partitions", partitions))
@@ -90,8 +91,10 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     source = open_input(input_path)
     source.check_columns(json_keys, flag="--json-keys", lists=True)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
-    size = source.known_size() if one_run and engine == "local" and partitions == 1 else None
-    chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers,
+    # `auto` weighs fastokens' vocabulary read against the input where nothing else would pay for it: the command
+    # line's one run, or local partitions, processes that each read it for their share
+    size = source.text_size(tuple(json_keys)) if engine == "local" and (one_run or partitions > 1) else None
+    chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers, partitions=partitions,
                             one_run_of_megabytes=None if size is None else size / 1e6)
     if encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
         print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=message_stream())

@@ -293,31 +293,35 @@ def proof(tokenizer) -> dict:
     return verdict
 
 
-def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int) -> str | None:
+def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int, partitions: int = 1) -> str | None:
     """Why a run of `megabytes` on `workers` processes, this process's only one, is faster with the
     reference: fastokens must first read its vocabulary (Llama 3's: three quarters of a second), which a
-    small input does not pay back. None where fastokens is the faster, where this process holds its
-    vocabulary already, or where the proof measured no costs. The estimates count encoding only, not the
-    reference's own set-up nor the pipeline around either encoder, so the reference is taken only where it
-    is estimated `REFERENCE_MARGIN` times faster (on a 2-core laptop that puts the line at about 16 MB of
-    JSONL for Llama 3 on 2 processes; the two whole commands take the same time there at about 14 MB)."""
-    if tokenizer.fingerprint in _loaded or "vocabulary_read_s" not in verdict:
+    small input does not pay back; a run cut into `partitions` reads it once in each of them, processes of their
+    own. None where fastokens is the faster, where the one process that encodes holds its vocabulary already, or
+    where the proof measured no costs. The estimates count encoding only, not the reference's own set-up nor the
+    pipeline around either encoder, so the reference is taken only where it is estimated `REFERENCE_MARGIN` times
+    faster (on a 2-core laptop that puts the line at about 16 MB of JSONL for Llama 3 on 2 processes; the two
+    whole commands take the same time there at about 14 MB)."""
+    if (partitions == 1 and tokenizer.fingerprint in _loaded) or "vocabulary_read_s" not in verdict:
         return None
     processes = max(1, min(workers, os.cpu_count() or 1))
-    with_fast = verdict["vocabulary_read_s"] + megabytes / verdict["fast_mb_s"]
+    reads = verdict["vocabulary_read_s"] * partitions / min(partitions, processes)  # the partitions' reads at once
+    with_fast = reads + megabytes / verdict["fast_mb_s"]
     with_reference = megabytes / (verdict["reference_mb_s"] * processes)
     if with_reference * REFERENCE_MARGIN >= with_fast:
         return None
-    return (f"not fastokens: {megabytes:.1f} MB is too little to pay for reading its vocabulary, which takes "
+    where = f" in each of its {partitions} partitions" if partitions > 1 else ""
+    return (f"not fastokens: {megabytes:.1f} MB is too little to pay for reading its vocabulary{where}, which takes "
             f"{verdict['vocabulary_read_s']:.2f} s; encoding takes about {with_reference:.1f} s with "
             f"{verdict['reference']} on {processes} process{'es' * (processes > 1)}, {with_fast:.1f} s with fastokens")
 
 
 def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False, *,
-                   one_run_of_megabytes: float | None = None, workers: int = 1) -> Encoder:
+                   one_run_of_megabytes: float | None = None, workers: int = 1, partitions: int = 1) -> Encoder:
     """The encoder for a run: see the module docstring for what each choice does. With
-    `one_run_of_megabytes` (a process that encodes that much and ends, as the command line does), `auto`
-    also takes the reference where that is faster (`too_small_for_fast`)."""
+    `one_run_of_megabytes` (a process that encodes that much and ends, as the command line does, or `partitions`
+    processes that each read the vocabulary for their share), `auto` also takes the reference where that is
+    faster (`too_small_for_fast`)."""
     if choice not in ENCODERS:
         raise UserError(f"--encoder {choice!r}: fix: choose one of {', '.join(ENCODERS)}")
     reference = Encoder(reference_name(tokenizer), fast=False)
@@ -330,7 +334,7 @@ def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False,
     else:
         verdict = proof(tokenizer)
         small = (verdict["exact"] and choice == "auto" and one_run_of_megabytes is not None
-                 and too_small_for_fast(tokenizer, verdict, one_run_of_megabytes, workers))
+                 and too_small_for_fast(tokenizer, verdict, one_run_of_megabytes, workers, partitions))
         if small:
             return Encoder(reference.name, fast=False, reason=small, too_small=True)
         if verdict["exact"]:
