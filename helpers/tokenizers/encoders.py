@@ -293,7 +293,7 @@ def proof(tokenizer) -> dict:
     return verdict
 
 
-def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, workers: int, partitions: int = 1) -> str | None:
+def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, *, workers: int, partitions: int = 1) -> str | None:
     """Why a run of `megabytes` on `workers` processes, this process's only one, is faster with the
     reference: fastokens must first read its vocabulary (Llama 3's: three quarters of a second), which a
     small input does not pay back; a run cut into `partitions` reads it once in each of them, processes of their
@@ -334,7 +334,8 @@ def choose_encoder(tokenizer, choice: str = "auto", parse_special: bool = False,
     else:
         verdict = proof(tokenizer)
         small = (verdict["exact"] and choice == "auto" and one_run_of_megabytes is not None
-                 and too_small_for_fast(tokenizer, verdict, one_run_of_megabytes, workers, partitions))
+                 and too_small_for_fast(tokenizer, verdict, one_run_of_megabytes, workers=workers,
+                                        partitions=partitions))
         if small:
             return Encoder(reference.name, fast=False, reason=small, too_small=True)
         if verdict["exact"]:
