@@ -26,14 +26,15 @@ def core() -> SimpleNamespace:
     takes about 3 s, which collecting these tests on a worker that runs none of them should not pay."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from megatron.core.datasets import indexed_dataset
+        from megatron.core.datasets import helpers, indexed_dataset
         from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
-        from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+        from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig, _get_ltor_masks_and_position_ids
         from megatron.core.datasets.utils import get_blend_from_list
         from megatron.core.tokenizers.text.utils.build_tokenizer import build_tokenizer
-    return SimpleNamespace(indexed_dataset=indexed_dataset, BlendedMegatronDatasetBuilder=BlendedMegatronDatasetBuilder,
-                           GPTDataset=GPTDataset, GPTDatasetConfig=GPTDatasetConfig,
-                           get_blend_from_list=get_blend_from_list, build_tokenizer=build_tokenizer)
+    return SimpleNamespace(indexed_dataset=indexed_dataset, helpers=helpers,
+                           BlendedMegatronDatasetBuilder=BlendedMegatronDatasetBuilder, GPTDataset=GPTDataset,
+                           GPTDatasetConfig=GPTDatasetConfig, get_blend_from_list=get_blend_from_list,
+                           build_tokenizer=build_tokenizer, ltor_masks=_get_ltor_masks_and_position_ids)
 
 
 def megatron_tokenizer(folder: str):

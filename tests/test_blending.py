@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from megatron_reference import megatron_build
+from megatron_reference import core, megatron_build
 
 from helpers.common.errors import UserError
 from helpers.datasets import gpt_dataset
@@ -132,15 +132,12 @@ def test_document_aware_variants_equal_megatron(prefixes):
 
 
 def test_layout_equals_megatron_masks_on_random_rows():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from megatron.core.datasets.gpt_dataset import _get_ltor_masks_and_position_ids
     rng = np.random.default_rng(0)
     for _ in range(50):
         window = rng.choice([1, 2, 3, EOD], size=41, p=[0.3, 0.3, 0.3, 0.1])
         ours = from_windows(window, EOD, reset_position_ids=True, eod_mask_loss=True)
         tokens = torch.from_numpy(window[:-1])
-        attention, loss, positions = _get_ltor_masks_and_position_ids(tokens, EOD, True, True, True, True)
+        attention, loss, positions = core().ltor_masks(tokens, EOD, True, True, True, True)
         assert torch.equal(~attention_mask(ours["document_ids"]), attention.unsqueeze(0))
         assert torch.equal(loss_mask(ours["labels"][0]), loss) and torch.equal(ours["position_ids"][0], positions)
 
@@ -148,12 +145,9 @@ def test_layout_equals_megatron_masks_on_random_rows():
 @pytest.mark.parametrize("weights", [[0.5, 0.3, 0.2], [0.999, 0.001], [1 / 3] * 3, [0.1] * 10])
 def test_blending_index_equals_megatron_helper(weights):
     size = 20_000
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from megatron.core.datasets import helpers as megatron_helpers
     ours = blending_indices(weights, size)
     index, sample = np.zeros(size, np.int16), np.zeros(size, np.int64)
-    megatron_helpers.build_blending_indices(index, sample, np.array(weights, np.float64) / sum(weights),
+    core().helpers.build_blending_indices(index, sample, np.array(weights, np.float64) / sum(weights),
                                             len(weights), size, False)
     np.testing.assert_array_equal(ours[0], index)
     np.testing.assert_array_equal(ours[1], sample)

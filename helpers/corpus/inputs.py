@@ -20,8 +20,7 @@ group is called in `removed.jsonl`, None for JSONL), `each_file()` (each file an
 treats a folder or a glob), `check_columns`, `known_size()` (bytes of JSONL, where the files say so),
 `text_size(columns)` (about the bytes of text a run encodes), `range_size(start, end)`, `plan(parts)`,
 `batches(start, end, columns, refer)`, and for cleaning's outputs `write_part(...)` and `join_parts(parts, joined)`
-in the input's own format. An input is a few paths: it
-pickles to worker processes and Ray tasks.
+in the input's own format. An input is a few paths: it pickles to worker processes and Ray tasks.
 """
 
 from __future__ import annotations
