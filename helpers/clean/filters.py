@@ -21,12 +21,14 @@ English (`helpers.clean.words`).
 
 from __future__ import annotations
 
+import itertools
 import re
+from operator import methodcaller
 
 from .ngrams import Grams
 from .punctuation import PUNCTUATION_SET, SENTENCE_ENDS
 from .step import DocumentStep, Filter
-from .words import EnglishWords
+from .words import EnglishWords, missing
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 C4_LINE_ENDS = (".", "?", "!", '"', "'")
@@ -48,27 +50,21 @@ def english_words() -> EnglishWords:
 _SPLITTER: EnglishWords | None = None
 
 
-SYMBOL, LETTER = 1, 2  # a word of punctuation only; a word with a letter
+SYMBOL, LETTER = 1, 2  # a word of punctuation only; a word with a letter (never both: no letter is punctuation)
 _KINDS: dict[str, int] = {}
 
 
 def _word_kinds(words: list[str]) -> list[int]:
-    """Each word's SYMBOL and LETTER bits, remembered per distinct word."""
-    kinds, known = [], _KINDS.get
-    for word in words:
-        kind = known(word)
-        if kind is None:
-            if len(_KINDS) >= 1 << 20:
-                _KINDS.clear()
-            kind = _KINDS[word] = (SYMBOL * PUNCTUATION_SET.issuperset(word)
-                                   | LETTER * any(char.isalpha() for char in word))
-        kinds.append(kind)
+    """Each word's kind: SYMBOL, LETTER or neither (no letter is punctuation), remembered per distinct word."""
+    kinds = list(map(_KINDS.get, words))
+    if None in kinds:
+        if len(_KINDS) >= 1 << 20:
+            _KINDS.clear()
+        for index in missing(kinds):
+            word = words[index]
+            kinds[index] = _KINDS[word] = (SYMBOL if PUNCTUATION_SET.issuperset(word)
+                                           else LETTER if any(char.isalpha() for char in word) else 0)
     return kinds
-
-
-def _mean(values: list[int]) -> float:
-    """numpy's mean of integers (NaN for none), which datatrove takes."""
-    return sum(values) / len(values) if values else float("nan")
 
 
 class GopherQuality(Filter):
@@ -90,12 +86,13 @@ class GopherQuality(Filter):
     def reason(self, text: str) -> str | None:
         words = english_words().words(text)
         kinds = _word_kinds(words)
-        counted = [word for word, kind in zip(words, kinds) if not kind & SYMBOL]
-        if self.min_doc_words and len(counted) < self.min_doc_words:
-            return f"gopher_short_doc: {len(counted)} words < {self.min_doc_words}"
-        if self.max_doc_words and len(counted) > self.max_doc_words:
-            return f"gopher_long_doc: {len(counted)} words > {self.max_doc_words}"
-        mean = _mean([len(word) for word in counted])
+        counted = len(words) - kinds.count(SYMBOL)  # the words that are not punctuation only
+        if self.min_doc_words and counted < self.min_doc_words:
+            return f"gopher_short_doc: {counted} words < {self.min_doc_words}"
+        if self.max_doc_words and counted > self.max_doc_words:
+            return f"gopher_long_doc: {counted} words > {self.max_doc_words}"
+        characters = sum(map(len, words)) - sum(map(len, itertools.compress(words, map(SYMBOL.__eq__, kinds))))
+        mean = characters / counted if counted else float("nan")  # numpy's mean, which datatrove takes
         if self.min_avg_word_length and mean < self.min_avg_word_length:
             return f"gopher_below_avg_threshold: mean word length {mean:.2f} < {self.min_avg_word_length}"
         if self.max_avg_word_length and mean > self.max_avg_word_length:
@@ -108,13 +105,13 @@ class GopherQuality(Filter):
         if self.max_symbol_word_ratio and ellipses / len(words) > self.max_symbol_word_ratio:
             return f"gopher_too_many_ellipsis: {ellipses / len(words):.3f} per word > {self.max_symbol_word_ratio}"
         lines = text.splitlines()
-        bullets = sum(line.lstrip().startswith(("•", "-")) for line in lines) / len(lines)
+        bullets = sum(map(methodcaller("startswith", ("•", "-")), map(str.lstrip, lines))) / len(lines)
         if self.max_bullet_lines_ratio and bullets > self.max_bullet_lines_ratio:
             return f"gopher_too_many_bullets: {bullets:.3f} of lines > {self.max_bullet_lines_ratio}"
-        trailing = sum(line.rstrip().endswith(("...", "…")) for line in lines) / len(lines)
+        trailing = sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))) / len(lines)
         if self.max_ellipsis_lines_ratio and trailing > self.max_ellipsis_lines_ratio:
             return f"gopher_too_many_end_ellipsis: {trailing:.3f} of lines > {self.max_ellipsis_lines_ratio}"
-        alpha = sum(1 for kind in kinds if kind & LETTER) / len(words)
+        alpha = kinds.count(LETTER) / len(words)
         if self.max_non_alpha_words_ratio and alpha < self.max_non_alpha_words_ratio:
             return (f"gopher_below_alpha_threshold: {alpha:.3f} of words with a letter < "
                     f"{self.max_non_alpha_words_ratio}")
@@ -195,7 +192,8 @@ class C4Quality(DocumentStep):
         for line in text.splitlines():
             line = line.strip()
             words = line.split()
-            if self.max_word_length != -1 and any(len(word) > self.max_word_length for word in words):
+            if (self.max_word_length != -1 and len(line) > self.max_word_length
+                    and any(len(word) > self.max_word_length for word in words)):
                 continue
             if self.remove_citations:
                 line = C4_CITATION.sub("", line)
@@ -236,10 +234,10 @@ class FineWebQuality(Filter):
         lines = [line for line in text.split("\n") if line.strip() != ""]
         if not lines:
             return "empty: no line with text"
-        ratio = sum(line.endswith(self.stop_chars) for line in lines) / len(lines)
+        ratio = sum(map(methodcaller("endswith", self.stop_chars), lines)) / len(lines)
         if ratio < self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
             return f"line_punct_ratio: {ratio:.3f} of lines end a sentence < {self.line_punct_thr}"
-        ratio = sum(len(line) <= self.short_line_length for line in lines) / len(lines)
+        ratio = sum(map(self.short_line_length.__ge__, map(len, lines))) / len(lines)
         if ratio > self.short_line_thr:
             return f"short_line_ratio: {ratio:.3f} of lines of {self.short_line_length} characters or fewer > " \
                    f"{self.short_line_thr}"

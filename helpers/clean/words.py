@@ -35,6 +35,7 @@ import itertools
 import json
 import re
 import unicodedata
+from typing import Iterator
 
 from ..common.errors import UserError
 from ..common.files import written_atomically
@@ -214,6 +215,18 @@ def _suffix_search(expression: list | None):
                 start = found.start()
         return whole.search(string, start)
     return search
+
+
+def missing(values: list) -> Iterator[int]:
+    """The places of None in `values`, found by list.index (the scan between them runs in C: in a long document
+    few runs are new)."""
+    index = -1
+    while True:
+        try:
+            index = values.index(None, index + 1)
+        except ValueError:
+            return
+        yield index
 
 
 class EnglishWords:
@@ -408,10 +421,8 @@ class EnglishWords:
             return self.last[1]
         runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
         found = list(map(self.runs.get, runs))
-        if None in found:
-            for index, tokens in enumerate(found):
-                if tokens is None:
-                    found[index] = self._tokens(runs[index])
+        for index in missing(found):
+            found[index] = self._tokens(runs[index])
         words = list(itertools.chain.from_iterable(found))
         self.last = (text, words)
         return words
