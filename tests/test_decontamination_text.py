@@ -79,14 +79,30 @@ def test_the_scan_splits_words_as_str_split_on_every_code_point():
     characters = [chr(code) for code in range(1, 0x110000)]
     text = "a" + "a".join(characters) + "a"
     data = text.encode("utf-8", "surrogatepass")
-    size = len(data) // 2 + 1
-    hashes, starts, ends = np.empty(size, np.uint64), np.empty(size, np.int64), np.empty(size, np.int64)
-    count = scan._words(np.frombuffer(data, np.uint8), scan.CLASSES, scan.CODES, hashes, starts=starts, ends=ends)
+    _, starts, ends = scan.word_spans(np.frombuffer(data, np.uint8))
+    count = starts.size
     pieces_found = [gpt3_words(data[s:e].decode("utf-8", "surrogatepass"))
-                    for s, e in zip(starts[:count].tolist(), ends[:count].tolist())]
+                    for s, e in zip(starts.tolist(), ends.tolist())]
     assert all(len(words) == 1 for words in pieces_found)
     assert [words[0] for words in pieces_found] == gpt3_words(text)
     assert count == len(text.split())  # no piece is all punctuation here
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from(list("aZ9 \t\n\x1c.,'-_()") + ["é", "日", "\x00", "\x7f"]), max_size=60))
+def test_the_fast_loop_sums_the_words_the_exact_loop_finds(text):
+    """Where every space is ASCII, the branch-free loop gives each word the exact loop's sum; a byte that may start
+    a Unicode space sends the text to the exact loop."""
+    data = np.frombuffer(text.encode("utf-8"), np.uint8)
+    size = data.size // 2 + 1
+    fast, exact = np.empty(size, np.uint64), np.empty(size, np.uint64)
+    count, unicode_spaces = scan._fast_words(data, scan.TABLE, scan.LEADS, fast)
+    spans = np.empty(size, np.int64), np.empty(size, np.int64)
+    expected = scan._words(data, scan.CLASSES, scan.CODES, exact, *spans)
+    assert unicode_spaces == any(byte in (0xC2, 0xE1, 0xE2, 0xE3) for byte in data.tolist())
+    if not unicode_spaces:
+        assert count == expected == len(gpt3_words(text))
+        assert fast[:count].tolist() == exact[:count].tolist()
 
 
 def test_gpt3_span_removal_keeps_long_pieces_and_merges_cuts():

@@ -4,13 +4,18 @@ Every window of `n` consecutive words of an item (GPT-3's words: `helpers.decont
 item of fewer than `n` words is one pattern, whole. A document contains an item's n-gram when its words hold the
 pattern's words consecutively. No n-gram crosses from one document to the next, or from one item to the next.
 
-The scan is one compiled loop over a document's UTF-8 bytes: it finds the words as `str.split` does (ASCII and
-Unicode whitespace), hashes each word's normalised bytes (a rotate and xor of each byte's random code, then mixed),
-keys each window by a polynomial of its words' hashes, and looks the key up in an open-addressing table of the
-patterns' keys. Each key met is only a
-candidate: the document's words there are compared with the item's words, so a match is never reported on a hash
-alone, and no match is missed, since equal words give equal keys. A Bloom filter or a table of hashes without this
-check can report an n-gram the item does not hold; one that keys the text differently from the check can miss one.
+The scan reads a document's UTF-8 bytes, compiled. A word's key is the sum of a random code of each of its
+normalised bytes (its lowercase; punctuation adds nothing), whose low 32 bits count those bytes, then mixed: the
+sum does not depend on the bytes' order, so the loop over a document's bytes carries no chain longer than one
+addition, and is at its fastest where every space is ASCII. A document with a byte that may start a Unicode space is
+read again by the exact loop, which finds the words as `str.split` does (ASCII and Unicode whitespace) and where
+each one is; so is any document with a candidate, for its spans. Each window is keyed by a polynomial of its words'
+keys and, when every one of its words is in the items' vocabulary (a bitmap of their keys), looked up in an
+open-addressing table of the patterns' keys. Each key met is only a candidate: the document's words there are
+compared with the item's words, so a match is never reported on a key alone (two words of the same bytes in
+another order share a key), and no match is missed, since equal words give equal keys. A Bloom filter or a table
+of hashes without this check can report an n-gram the item does not hold; one that keys the text differently from
+the check can miss one.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
 FIRST_CANDIDATES = 64
+VOCABULARY_BITS = 17  # a word's key's top bits, marked in a bitmap of the items' words (16 KB)
+COUNTED = np.uint64(0xFFFFFFFF)  # the low bits of a word's sum: how many bytes it has
+SPACE_CODE = np.uint64(1 << 63)  # an ASCII space in the fast loop's table (a byte's code is below it)
+LONGEST_FAST = 1 << 32  # bytes: a longer document is read by the exact loop (its counts would overflow)
 
 
-def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Each byte's class for the scan, and the 64-bit code its lowercase adds to a word's hash (random, fixed; 0 for
-    punctuation)."""
+def _byte_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each byte's class; the code its lowercase adds to a word's sum (random above the low 32 bits, 1 in them; 0
+    for punctuation); and the fast loop's table: the code, or `SPACE_CODE` for an ASCII space."""
     classes = np.full(256, WORD, np.uint8)
     for character in string.punctuation:
         classes[ord(character)] = PUNCTUATION
@@ -41,21 +50,26 @@ def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
         classes[byte] = LEAD
     lower = np.arange(256)
     lower[65:91] += 32
-    codes = np.random.default_rng(20260101).integers(1, 2**63, size=256, dtype=np.int64).astype(np.uint64)[lower]
-    codes[classes == PUNCTUATION] = 0  # a deleted byte adds nothing and does not rotate the hash
-    return classes, codes
+    random = np.random.default_rng(20260101).integers(0, 2**31, size=256, dtype=np.int64).astype(np.uint64)
+    codes = ((random << np.uint64(32)) | np.uint64(1))[lower]
+    codes[(classes == PUNCTUATION) | (classes == SPACE)] = 0
+    table = codes.copy()
+    table[classes == SPACE] = SPACE_CODE
+    return classes, codes, table
 
 
-CLASSES, CODES = _byte_tables()
+CLASSES, CODES, TABLE = _byte_tables()
+LEADS = (CLASSES == LEAD).astype(np.uint64)
 
 
 @jit(cache=True)
-def _space_length(data, i):
-    """The bytes of the Unicode space starting at `data[i]` (a LEAD byte), or 0 when none starts there."""
-    size, first = data.size, data[i]
+def _space_length(data, i, end):
+    """The bytes of the Unicode space starting at `data[i]` (a LEAD byte), or 0 when none starts there before
+    `end`."""
+    first = data[i]
     if first == 0xC2:
-        return 2 if i + 1 < size and (data[i + 1] == 0x85 or data[i + 1] == 0xA0) else 0
-    if i + 2 >= size:
+        return 2 if i + 1 < end and (data[i + 1] == 0x85 or data[i + 1] == 0xA0) else 0
+    if i + 2 >= end:
         return 0
     second, third = data[i + 1], data[i + 2]
     if first == 0xE1:
@@ -67,99 +81,128 @@ def _space_length(data, i):
     return 3 if first == 0xE3 and second == 0x80 and third == 0x80 else 0
 
 
-@jit(cache=True, inline="always")
-def _next_word(data, i, classes, codes):
-    """The next word from byte `i` on: its start, its end and its hash, and where to go on from; a start of -1 when
-    no word is left. A piece of punctuation alone is not a word. A word's hash rotates and adds (xor) each kept
-    byte's code, then is mixed; a letter or a punctuation mark takes the same path, without a branch (a mark's code
-    is 0, and it rotates by 0)."""
-    size, start, value, kept = data.size, i, np.uint64(0), np.uint64(0)
+@jit(cache=True)
+def _fast_words(data, table, leads, sums):
+    """Each word's sum, into `sums` (at least len(data) // 2 + 1 long), where every space is ASCII; the number of
+    words, and whether a byte may start a Unicode space (then the count is not to be used). Branch-free: every byte
+    writes the sum so far where the next word goes, and a space after a byte of a word moves that place on."""
+    count, total, lead = 0, np.uint64(0), np.uint64(0)
+    for i in range(data.size):
+        code = table[data[i]]
+        lead |= leads[data[i]]
+        space = code >> np.uint64(63)
+        sums[count] = total
+        count += np.int64(space & np.uint64((total & COUNTED) != 0))
+        total = (total + code) & (space - np.uint64(1))
+    if total & COUNTED:
+        sums[count] = total
+        count += 1
+    return count, lead != 0
+
+
+@jit(cache=True)
+def _words(data, classes, codes, sums, starts, ends):
+    """Each word's sum and byte span, into `sums`, `starts`, `ends` (each at least len(data) // 2 + 1 long), the
+    words found as `str.split` finds them (Unicode spaces too); the number of words. A piece of punctuation alone
+    is not a word."""
+    size = data.size
+    count, i, start, total = 0, 0, 0, np.uint64(0)
     while i < size:
         byte = data[i]
         kind = classes[byte]
-        if kind < SPACE:  # a letter or a mark: inside a piece
-            code = codes[byte]
-            turn = np.uint64(code != 0)
-            value = ((value << turn) | (value >> ((np.uint64(64) - turn) & np.uint64(63)))) ^ code
-            kept |= turn
+        step = 1 if kind == SPACE else _space_length(data, i, size) if kind == LEAD else 0
+        if step == 0:
+            total += codes[byte]
             i += 1
             continue
-        step = 1
-        if kind == LEAD:
-            step = _space_length(data, i)
-            if step == 0:  # the lead byte of a character that is not a space
-                value = ((value << np.uint64(1)) | (value >> np.uint64(63))) ^ codes[byte]
-                kept = np.uint64(1)
-                i += 1
-                continue
-        if kept:
-            return start, i, _mix(value), i
+        if total & COUNTED:
+            sums[count], starts[count], ends[count] = total, start, i
+            count += 1
+        total = np.uint64(0)
         i += step
         start = i
-    if kept:
-        return start, size, _mix(value), size
-    return -1, size, np.uint64(0), size
-
-
-@jit(cache=True)
-def _words(data, classes, codes, hashes, starts, ends):
-    """Fill `hashes`, `starts`, `ends` (each at least len(data) // 2 + 1 long) with each word's hash and byte
-    span; the number of words."""
-    count, i = 0, 0
-    while True:
-        start, end, value, i = _next_word(data, i, classes, codes)
-        if start < 0:
-            return count
-        hashes[count], starts[count], ends[count] = value, start, end
+    if total & COUNTED:
+        sums[count], starts[count], ends[count] = total, start, size
         count += 1
+    return count
 
 
 @jit(cache=True)
-def _scan(data, index, found_arrays):
-    """The candidates in a document's bytes, in one pass: as each word is read, the window of each length that it
-    closes is keyed (rolling, from a ring of the last words) and looked up; for each key in the table, the entry it
-    leads to and the window's byte span, in order of the window's end, into `found_arrays` (entries, starts, ends).
-    All are counted; as many as fit are written. `index`: the byte tables, the pattern lengths and the table."""
-    classes, codes, lengths, table_keys, table_first = index
-    found_entry, found_start, found_end = found_arrays
-    longest = lengths.max()
-    ring = 1
-    while ring < longest + 1:
-        ring *= 2
-    hashes, starts = np.zeros(ring, np.uint64), np.zeros(ring, np.int64)
+def _keys(sums):
+    """Words' keys from their sums (mixed), in place."""
+    for w in range(sums.size):
+        sums[w] = _mix(sums[w])
+
+
+@jit(cache=True)
+def _scan(data, bounds, index, found_arrays):
+    """The candidates in the documents whose bytes are `data[bounds[d]:bounds[d + 1]]`: each document's words'
+    keys, then each window of each length keyed (rolling) and, when all its words are in the items' vocabulary (a
+    word outside it cannot be part of a pattern), looked up; for each key in the table, the entry it leads to, its
+    document and the window's last word's number in it, in order of document and window end, into `found_arrays`
+    (its rows: entries, documents, last words). All are counted; as many as fit are written. `index`: the
+    vocabulary, the pattern lengths and the table (the byte tables are the module's, constants to the compiler)."""
+    vocabulary, lengths, table_keys, table_first = index
+    found_entry, found_document, found_last = found_arrays[0], found_arrays[1], found_arrays[2]
+    largest = 0
+    for document in range(bounds.size - 1):
+        largest = max(largest, bounds[document + 1] - bounds[document])
+    sums = np.empty(largest // 2 + 1, np.uint64)
+    starts, ends = np.empty(largest // 2 + 1, np.int64), np.empty(largest // 2 + 1, np.int64)
     tops, values = np.ones(lengths.size, np.uint64), np.zeros(lengths.size, np.uint64)
     for k in range(lengths.size):
         for _ in range(lengths[k]):
             tops[k] *= BASE
-    found, count, i = 0, 0, 0
-    while True:
-        start, end, word, i = _next_word(data, i, classes, codes)
-        if start < 0:
-            return found
-        slot_in_ring = count & (ring - 1)
-        hashes[slot_in_ring], starts[slot_in_ring] = word, start
-        count += 1
-        for k in range(lengths.size):
-            length = lengths[k]
-            gone = hashes[(count - 1 - length) & (ring - 1)] if count > length else np.uint64(0)
-            values[k] = values[k] * BASE + word - gone * tops[k]
-            if count < length:
-                continue
-            first = _lookup(table_keys, table_first, values[k], length)
-            if first >= 0:
-                if found < found_entry.size:
-                    found_entry[found] = first
-                    found_start[found] = starts[(count - length) & (ring - 1)]
-                    found_end[found] = end
-                found += 1
+    shift = np.uint64(64 - VOCABULARY_BITS)
+    found = 0
+    for document in range(bounds.size - 1):
+        text = data[bounds[document]:bounds[document + 1]]
+        count, unicode_spaces = _fast_words(text, TABLE, LEADS, sums) if text.size < LONGEST_FAST else (0, True)
+        if unicode_spaces:
+            count = _words(text, CLASSES, CODES, sums, starts=starts, ends=ends)
+        values[:] = 0
+        known = 0  # how many of the last words are in the vocabulary
+        for w in range(count):
+            word = _mix(sums[w])
+            sums[w] = word
+            bit = word >> shift
+            known = known + 1 if (vocabulary[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1) else 0
+            for k in range(lengths.size):
+                length = lengths[k]
+                gone = sums[w - length] if w >= length else np.uint64(0)
+                values[k] = values[k] * BASE + word - gone * tops[k]
+                if known < length:
+                    continue
+                first = _lookup(table_keys, table_first, values[k], length)
+                if first >= 0:
+                    if found < found_entry.size:
+                        found_entry[found], found_document[found], found_last[found] = first, document, w
+                    found += 1
+    return found
+
+
+def _vocabulary(item_hashes: list[np.ndarray]) -> np.ndarray:
+    """The bitmap of the items' words, by their hashes' top `VOCABULARY_BITS` bits."""
+    vocabulary = np.zeros((1 << VOCABULARY_BITS) // 64, np.uint64)
+    if item_hashes:
+        bits = np.unique(np.concatenate(item_hashes) >> np.uint64(64 - VOCABULARY_BITS))
+        np.bitwise_or.at(vocabulary, bits >> np.uint64(6), np.uint64(1) << (bits & np.uint64(63)))
+    return vocabulary
+
+
+def word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The words of a text's UTF-8 bytes: each one's key, and where it starts and ends (bytes)."""
+    capacity = data.size // 2 + 1
+    sums, starts, ends = np.empty(capacity, np.uint64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
+    count = _words(data, CLASSES, CODES, sums, starts=starts, ends=ends)
+    keys = sums[:count].copy()
+    _keys(keys)
+    return keys, starts[:count], ends[:count]
 
 
 def word_hashes(text: str) -> np.ndarray:
-    """The scan's hash of each word of `text` (so an item's patterns are keyed as a document's windows are)."""
-    data = _bytes(text)
-    capacity = data.size // 2 + 1
-    hashes, starts, ends = np.empty(capacity, np.uint64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
-    return hashes[:_words(data, CLASSES, CODES, hashes, starts=starts, ends=ends)].copy()
+    """The scan's key of each word of `text` (so an item's patterns are keyed as a document's windows are)."""
+    return word_spans(_bytes(text))[0]
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -178,7 +221,8 @@ class Match:
 
 
 class TextIndex:
-    """The word n-grams of `items` (texts), for `matches(document)`; `n` words each (an item of fewer, whole)."""
+    """The word n-grams of `items` (texts), for `matches(document)` or `matches_each(documents)`; `n` words each (an
+    item of fewer, whole)."""
 
     def __init__(self, items: list[str], n: int = TEXT_NGRAM):
         self.n = n
@@ -187,34 +231,61 @@ class TextIndex:
         assert all(h.size == len(w) for h, w in zip(hashes, self.words)), "the scan and gpt3_words split differently"
         self.table = NgramTable(hashes, n)
         self.patterns = self.table.patterns
-        self.arrays = (CLASSES, CODES, self.table.lengths, self.table.table_keys, self.table.table_first)
+        self.arrays = (_vocabulary(hashes), self.table.lengths, self.table.table_keys, self.table.table_first)
 
-    def candidates(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The scan's candidates in `text`: first entries, byte starts and byte ends."""
-        data, room = _bytes(text), FIRST_CANDIDATES
+    def candidates(self, data: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scan's candidates in the documents `data[bounds[d]:bounds[d + 1]]` (UTF-8 bytes): first entries,
+        documents, and the number of each window's last word in its document."""
+        room = FIRST_CANDIDATES
         while True:
-            entry, start, end = np.empty(room, np.int64), np.empty(room, np.int64), np.empty(room, np.int64)
-            found = _scan(data, self.arrays, (entry, start, end))
+            arrays = np.empty((3, room), np.int64)
+            found = _scan(data, bounds, self.arrays, arrays)
             if found <= room:
-                return entry[:found], start[:found], end[:found]
+                return arrays[0, :found], arrays[1, :found], arrays[2, :found]
             room = found
 
     def matches(self, text: str, first: bool = False) -> list[Match]:
         """Every window of `text` that is one of the items' n-grams, verified word for word, in order of its start
         (each credited to the first item, in index order, that holds it); with `first`, only the first met."""
-        if not self.patterns:
-            return []
-        entries, starts, ends = self.candidates(text)
-        if not entries.size:
-            return []
-        data = text.encode("utf-8", "surrogatepass")
+        return self.matches_each([text], first)[0]
+
+    def matches_each(self, texts: list[str], first: bool = False) -> list[list[Match]]:
+        """`matches` of each text, the texts scanned in one compiled call (cheaper than one call each)."""
+        found: list[list[Match]] = [[] for _ in texts]
+        if not self.patterns or not texts:
+            return found
+        encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+        if len(encoded) == 1:
+            data, bounds = encoded[0], np.array((0, len(encoded[0])), np.int64)
+        else:
+            data, bounds = b"".join(encoded), np.zeros(len(texts) + 1, np.int64)
+            np.cumsum([len(each) for each in encoded], out=bounds[1:])
+        entries, documents, lasts = self.candidates(np.frombuffer(data, np.uint8), bounds)
+        if entries.size:
+            for document in np.unique(documents).tolist():
+                mine = documents == document
+                found[document] = self._verified(texts[document], encoded[document], entries[mine], lasts[mine],
+                                                 first=first)
+        return found
+
+    def _verified(self, text: str, data: bytes, entries: np.ndarray, lasts: np.ndarray, first: bool) -> list[Match]:
+        """The candidates of one text (entries, and the number of each window's last word) whose words are the
+        pattern's, the text's words found again with where they are."""
+        _, starts, ends = word_spans(np.frombuffer(data, np.uint8))
         characters = _character_offsets(data, text)
+        candidates = []
+        for entry, last in zip(entries.tolist(), lasts.tolist()):
+            length = int(self.table.entry_length[entry])
+            candidates.append((int(starts[last + 1 - length]), int(ends[last]), entry, last))
         found = []
-        for order in np.lexsort((ends, starts)):
-            words = gpt3_words(data[starts[order]:ends[order]].decode("utf-8", "surrogatepass"))
-            for item, position, length in self.table.entries(int(entries[order])):
-                if self.words[item][position:position + length] == words:
-                    found.append(Match(item, characters(int(starts[order])), characters(int(ends[order]))))
+        for _, _, entry, last in sorted(candidates):
+            for item, position, length in self.table.entries(entry):
+                if last + 1 - length < 0:
+                    continue
+                start, end = int(starts[last + 1 - length]), int(ends[last])
+                if self.words[item][position:position + length] == gpt3_words(
+                        data[start:end].decode("utf-8", "surrogatepass")):
+                    found.append(Match(item, characters(start), characters(end)))
                     break
             if first and found:
                 return found

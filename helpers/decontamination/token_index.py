@@ -42,9 +42,10 @@ def _token_hashes(tokens):
 @jit(cache=True)
 def _scan(tokens, index, found_arrays):
     """For each window of `tokens` (of each length) whose key is in the table, its first entry and start, in order of
-    the window's end, into `found_arrays` (entries, starts); all are counted, as many as fit are written. `index`: the
-    pattern lengths and the table."""
-    lengths, table_keys, table_first = index
+    the window's end, into `found_arrays` (entries, starts); all are counted, as many as fit are written. Only a
+    window whose every token is one of the items' (`vocabulary`, a bitmap of their ids) is keyed and looked up.
+    `index`: the vocabulary, the pattern lengths and the table."""
+    vocabulary, lengths, table_keys, table_first = index
     found_entry, found_start = found_arrays
     longest = lengths.max()
     ring = 1
@@ -55,15 +56,23 @@ def _scan(tokens, index, found_arrays):
     for k in range(lengths.size):
         for _ in range(lengths[k]):
             tops[k] *= BASE
-    found = 0
+    known_ids = vocabulary.size * 64
+    found, known = 0, 0  # how many of the last tokens are the items'
     for i in range(tokens.size):
-        unit = _mix(np.uint64(tokens[i]) + np.uint64(1))
+        token = tokens[i]
+        if token < 0 or token >= known_ids or not (vocabulary[token >> 6] >> np.uint64(token & 63)) & np.uint64(1):
+            known = 0
+            continue
+        known += 1
+        unit = _mix(np.uint64(token) + np.uint64(1))
         hashes[i & (ring - 1)] = unit
         for k in range(lengths.size):
             length = lengths[k]
-            gone = hashes[(i - length) & (ring - 1)] if i >= length else np.uint64(0)
+            if known == 1:
+                values[k] = 0
+            gone = hashes[(i - length) & (ring - 1)] if known > length else np.uint64(0)
             values[k] = values[k] * BASE + unit - gone * tops[k]
-            if i + 1 < length:
+            if known < length:
                 continue
             first = _lookup(table_keys, table_first, values[k], length)
             if first >= 0:
@@ -71,6 +80,41 @@ def _scan(tokens, index, found_arrays):
                     found_entry[found], found_start[found] = first, i + 1 - length
                 found += 1
     return found
+
+
+def _vocabulary(items: list[np.ndarray]) -> np.ndarray:
+    """The bitmap of the token ids the items use."""
+    ids = np.unique(np.concatenate(items)) if items else np.zeros(0, np.int64)
+    ids = ids[ids >= 0]
+    vocabulary = np.zeros(int(ids.max()) // 64 + 1 if ids.size else 1, np.uint64)
+    np.bitwise_or.at(vocabulary, ids >> 6, np.uint64(1) << (ids & 63).astype(np.uint64))
+    return vocabulary
+
+
+@jit(cache=True)
+def _verified(tokens, candidates, items, table_entries):
+    """Of the candidates (rows: first entries, starts), each one's item and length where the window's tokens are a
+    pattern's, checked token for token (the first pattern of the key that is), or -1. `items`: all items' tokens
+    one after another, and where each starts; `table_entries`: each entry's item, position and length, and the
+    entry after it under the same key."""
+    flat, item_starts = items
+    entry_item, entry_position, entry_length, following = table_entries
+    found_item, found_length = np.full(candidates.shape[1], -1, np.int64), np.zeros(candidates.shape[1], np.int64)
+    for c in range(candidates.shape[1]):
+        entry, start = candidates[0, c], candidates[1, c]
+        while entry >= 0:
+            item, length = entry_item[entry], entry_length[entry]
+            at = item_starts[item] + entry_position[entry]
+            same = start + length <= tokens.size
+            for k in range(length):
+                if not same or tokens[start + k] != flat[at + k]:
+                    same = False
+                    break
+            if same:
+                found_item[c], found_length[c] = item, length
+                break
+            entry = following[entry]
+    return found_item, found_length
 
 
 @dataclass(frozen=True)
@@ -90,6 +134,12 @@ class TokenIndex:
         self.items = [np.asarray(item, np.int64) for item in items]
         self.table = NgramTable([_token_hashes(item) for item in self.items], n)
         self.patterns = self.table.patterns
+        self.arrays = (_vocabulary(self.items), self.table.lengths, self.table.table_keys, self.table.table_first)
+        sizes = [item.size for item in self.items]
+        self.flat_items = (np.concatenate(self.items) if self.items else np.zeros(0, np.int64),
+                           np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+        self.table_entries = (self.table.entry_item.astype(np.int64), self.table.entry_position.astype(np.int64),
+                              self.table.entry_length.astype(np.int64), self.table.following)
 
     @classmethod
     def encoded(cls, texts: list[str], tokenizer, n: int = TOKEN_NGRAM) -> "TokenIndex":
@@ -101,25 +151,21 @@ class TokenIndex:
         `document_starts` (ascending offsets into `tokens`), only windows that lie within one document."""
         if not self.patterns or tokens.size == 0:
             return []
-        table, room = self.table, FIRST_CANDIDATES
+        room = max(FIRST_CANDIDATES, tokens.size // 64)
         while True:
-            entries, starts = np.empty(room, np.int64), np.empty(room, np.int64)
-            found = _scan(tokens, (table.lengths, table.table_keys, table.table_first), (entries, starts))
+            candidates = np.empty((2, room), np.int64)
+            found = _scan(tokens, self.arrays, (candidates[0], candidates[1]))
             if found <= room:
                 break
             room = found
-        matches = []
-        for order in np.lexsort((entries[:found], starts[:found])):
-            start = int(starts[order])
-            for item, position, length in table.entries(int(entries[order])):
-                if np.array_equal(tokens[start:start + length], self.items[item][position:position + length]):
-                    if document_starts is None or _within_one(document_starts, start, start + length):
-                        matches.append(TokenMatch(item, start, start + length))
-                    break
-        return matches
-
-
-def _within_one(document_starts: np.ndarray, start: int, end: int) -> bool:
-    """Whether tokens `[start, end)` lie within one document."""
-    first = np.searchsorted(document_starts, start, side="right")
-    return first == np.searchsorted(document_starts, end - 1, side="right")
+        candidates = candidates[:, :found][:, np.lexsort((candidates[0, :found], candidates[1, :found]))]
+        items, lengths = _verified(tokens, candidates, self.flat_items, self.table_entries)
+        starts = candidates[1][items >= 0]
+        ends = starts + lengths[items >= 0]
+        items = items[items >= 0]
+        if document_starts is not None and starts.size:
+            within = (np.searchsorted(document_starts, starts, side="right")
+                      == np.searchsorted(document_starts, ends - 1, side="right"))
+            items, starts, ends = items[within], starts[within], ends[within]
+        return [TokenMatch(item, start, end) for item, start, end in zip(items.tolist(), starts.tolist(),
+                                                                         ends.tolist())]
