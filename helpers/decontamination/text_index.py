@@ -27,11 +27,11 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import TEXT_NGRAM
-from .table import BASE, NgramTable, _lookup, _mix
+from .table import BASE, MIX_2, NgramTable, _lookup
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
-FIRST_CANDIDATES = 64
+FIRST_CANDIDATES = 256  # room for a document holding a whole item (a window per word of it) at the first try
 VOCABULARY_BITS = 17  # a word's key's top bits, marked in a bitmap of the items' words (16 KB)
 COUNTED = np.uint64(0xFFFFFFFF)  # the low bits of a word's sum: how many bytes it has
 SPACE_CODE = np.uint64(1 << 63)  # an ASCII space in the fast loop's table (a byte's code is below it)
@@ -129,9 +129,21 @@ def _words(data, classes, codes, sums, starts, ends):
 
 @jit(cache=True)
 def _keys(sums):
-    """Words' keys from their sums (mixed), in place."""
+    """Words' keys from their sums, in place: times an odd constant, which keeps them apart (it has an inverse)
+    and spreads them over the top bits the vocabulary reads."""
     for w in range(sums.size):
-        sums[w] = _mix(sums[w])
+        sums[w] *= MIX_2
+
+
+@jit(cache=True, inline="always")
+def _end(data, bounds, document):
+    """Where a document's bytes end: `bounds[document + 1]`, or the end of `data` for -1 (`ONE_TEXT`)."""
+    end = bounds[document + 1]
+    return data.size if end < 0 else end
+
+
+ONE_TEXT = np.array([0, -1], np.int64)  # the bounds of one text, all of `data`
+ONE_TEXT.flags.writeable = False
 
 
 @jit(cache=True)
@@ -146,7 +158,7 @@ def _scan(data, bounds, index, found_arrays):
     found_entry, found_document, found_last = found_arrays[0], found_arrays[1], found_arrays[2]
     largest = 0
     for document in range(bounds.size - 1):
-        largest = max(largest, bounds[document + 1] - bounds[document])
+        largest = max(largest, _end(data, bounds, document) - bounds[document])
     sums = np.empty(largest // 2 + 1, np.uint64)
     starts, ends = np.empty(largest // 2 + 1, np.int64), np.empty(largest // 2 + 1, np.int64)
     tops, values = np.ones(lengths.size, np.uint64), np.zeros(lengths.size, np.uint64)
@@ -156,14 +168,14 @@ def _scan(data, bounds, index, found_arrays):
     shift = np.uint64(64 - VOCABULARY_BITS)
     found = 0
     for document in range(bounds.size - 1):
-        text = data[bounds[document]:bounds[document + 1]]
+        text = data[bounds[document]:_end(data, bounds, document)]
         count, unicode_spaces = _fast_words(text, TABLE, LEADS, sums) if text.size < LONGEST_FAST else (0, True)
         if unicode_spaces:
             count = _words(text, CLASSES, CODES, sums, starts=starts, ends=ends)
         values[:] = 0
         known = 0  # how many of the last words are in the vocabulary
         for w in range(count):
-            word = _mix(sums[w])
+            word = sums[w] * MIX_2
             sums[w] = word
             bit = word >> shift
             known = known + 1 if (vocabulary[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1) else 0
@@ -182,7 +194,7 @@ def _scan(data, bounds, index, found_arrays):
 
 
 def _vocabulary(item_hashes: list[np.ndarray]) -> np.ndarray:
-    """The bitmap of the items' words, by their hashes' top `VOCABULARY_BITS` bits."""
+    """The bitmap of the items' words, by their keys' top `VOCABULARY_BITS` bits."""
     vocabulary = np.zeros((1 << VOCABULARY_BITS) // 64, np.uint64)
     if item_hashes:
         bits = np.unique(np.concatenate(item_hashes) >> np.uint64(64 - VOCABULARY_BITS))
@@ -191,18 +203,18 @@ def _vocabulary(item_hashes: list[np.ndarray]) -> np.ndarray:
 
 
 def word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The words of a text's UTF-8 bytes: each one's key, and where it starts and ends (bytes)."""
+    """The words of a text's UTF-8 bytes: each one's sum, and where it starts and ends (bytes)."""
     capacity = data.size // 2 + 1
     sums, starts, ends = np.empty(capacity, np.uint64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
     count = _words(data, CLASSES, CODES, sums, starts=starts, ends=ends)
-    keys = sums[:count].copy()
-    _keys(keys)
-    return keys, starts[:count], ends[:count]
+    return sums[:count].copy(), starts[:count], ends[:count]
 
 
 def word_hashes(text: str) -> np.ndarray:
     """The scan's key of each word of `text` (so an item's patterns are keyed as a document's windows are)."""
-    return word_spans(_bytes(text))[0]
+    keys = word_spans(_bytes(text))[0]
+    _keys(keys)
+    return keys
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -227,27 +239,34 @@ class TextIndex:
     def __init__(self, items: list[str], n: int = TEXT_NGRAM):
         self.n = n
         self.words = [gpt3_words(text) for text in items]
-        hashes = [word_hashes(text) for text in items]
-        assert all(h.size == len(w) for h, w in zip(hashes, self.words)), "the scan and gpt3_words split differently"
+        sums = [word_spans(_bytes(text))[0] for text in items]
+        assert all(h.size == len(w) for h, w in zip(sums, self.words)), "the scan and gpt3_words split differently"
+        hashes = [each.copy() for each in sums]
+        for each in hashes:
+            _keys(each)
         self.table = NgramTable(hashes, n)
         self.patterns = self.table.patterns
         self.arrays = (_vocabulary(hashes), self.table.lengths, self.table.table_keys, self.table.table_first)
 
-    def candidates(self, data: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The scan's candidates in the documents `data[bounds[d]:bounds[d + 1]]` (UTF-8 bytes): first entries,
-        documents, and the number of each window's last word in its document."""
-        room = FIRST_CANDIDATES
+    def candidates(self, data: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """The scan's candidates in the documents `data[bounds[d]:bounds[d + 1]]` (UTF-8 bytes), as rows: first
+        entries, documents, and the number of each window's last word in its document."""
+        room = max(FIRST_CANDIDATES, data.size // 1024)
         while True:
             arrays = np.empty((3, room), np.int64)
             found = _scan(data, bounds, self.arrays, arrays)
             if found <= room:
-                return arrays[0, :found], arrays[1, :found], arrays[2, :found]
+                return arrays[:, :found]
             room = found
 
     def matches(self, text: str, first: bool = False) -> list[Match]:
         """Every window of `text` that is one of the items' n-grams, verified word for word, in order of its start
         (each credited to the first item, in index order, that holds it); with `first`, only the first met."""
-        return self.matches_each([text], first)[0]
+        if not self.patterns:
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        entries, _, lasts = self.candidates(np.frombuffer(data, np.uint8), ONE_TEXT)
+        return self._verified(text, data, entries, lasts, first=first) if entries.size else []
 
     def matches_each(self, texts: list[str], first: bool = False) -> list[list[Match]]:
         """`matches` of each text, the texts scanned in one compiled call (cheaper than one call each)."""
@@ -255,12 +274,9 @@ class TextIndex:
         if not self.patterns or not texts:
             return found
         encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
-        if len(encoded) == 1:
-            data, bounds = encoded[0], np.array((0, len(encoded[0])), np.int64)
-        else:
-            data, bounds = b"".join(encoded), np.zeros(len(texts) + 1, np.int64)
-            np.cumsum([len(each) for each in encoded], out=bounds[1:])
-        entries, documents, lasts = self.candidates(np.frombuffer(data, np.uint8), bounds)
+        bounds = np.zeros(len(texts) + 1, np.int64)
+        np.cumsum([len(each) for each in encoded], out=bounds[1:])
+        entries, documents, lasts = self.candidates(np.frombuffer(b"".join(encoded), np.uint8), bounds)
         if entries.size:
             for document in np.unique(documents).tolist():
                 mine = documents == document
@@ -273,12 +289,10 @@ class TextIndex:
         pattern's, the text's words found again with where they are."""
         _, starts, ends = word_spans(np.frombuffer(data, np.uint8))
         characters = _character_offsets(data, text)
-        candidates = []
-        for entry, last in zip(entries.tolist(), lasts.tolist()):
-            length = int(self.table.entry_length[entry])
-            candidates.append((int(starts[last + 1 - length]), int(ends[last]), entry, last))
+        firsts = lasts + 1 - self.table.entry_length[entries]  # each window's first word, by its first pattern
+        order = np.lexsort((ends[lasts], starts[np.maximum(firsts, 0)]))
         found = []
-        for _, _, entry, last in sorted(candidates):
+        for entry, last in zip(entries[order].tolist(), lasts[order].tolist()):
             for item, position, length in self.table.entries(entry):
                 if last + 1 - length < 0:
                     continue
