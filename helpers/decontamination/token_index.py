@@ -43,7 +43,8 @@ def _token_hashes(tokens):
 def _scan(tokens, index, found_arrays):
     """For each window of `tokens` (of each length) whose key is in the table, its first entry and start, in order of
     the window's end, into `found_arrays` (entries, starts); all are counted, as many as fit are written. Only a
-    window whose every token is one of the items' (`vocabulary`, a bitmap of their ids) is keyed and looked up.
+    window whose every token is one of the items' (`vocabulary`, a bitmap of their ids) is looked up; every token
+    is keyed, without a branch, which is cheaper than skipping the half that are not the items'.
     `index`: the vocabulary, the pattern lengths and the table."""
     vocabulary, lengths, table_keys, table_first = index
     found_entry, found_start = found_arrays
@@ -60,17 +61,15 @@ def _scan(tokens, index, found_arrays):
     found, known = 0, 0  # how many of the last tokens are the items'
     for i in range(tokens.size):
         token = tokens[i]
-        if token < 0 or token >= known_ids or not (vocabulary[token >> 6] >> np.uint64(token & 63)) & np.uint64(1):
-            known = 0
-            continue
-        known += 1
+        inside = token >= 0 and token < known_ids
+        bit = np.uint64(token & 63) if inside else np.uint64(0)
+        ours = inside and (vocabulary[token >> 6 if inside else 0] >> bit) & np.uint64(1) != 0
+        known = known + 1 if ours else 0
         unit = _mix(np.uint64(token) + np.uint64(1))
         hashes[i & (ring - 1)] = unit
         for k in range(lengths.size):
             length = lengths[k]
-            if known == 1:
-                values[k] = 0
-            gone = hashes[(i - length) & (ring - 1)] if known > length else np.uint64(0)
+            gone = hashes[(i - length) & (ring - 1)] if i >= length else np.uint64(0)
             values[k] = values[k] * BASE + unit - gone * tops[k]
             if known < length:
                 continue
