@@ -4,16 +4,16 @@ Every window of `n` consecutive words of an item (GPT-3's words: `helpers.decont
 item of fewer than `n` words is one pattern, whole. A document contains an item's n-gram when its words hold the
 pattern's words consecutively. No n-gram crosses from one document to the next, or from one item to the next.
 
-The scan reads a document's UTF-8 bytes, compiled. A word's key is the sum of a random code of each of its
-normalised bytes (its lowercase; punctuation adds nothing), whose low 32 bits count those bytes, then mixed: the
-sum does not depend on the bytes' order, so the loop over a document's bytes carries no chain longer than one
-addition, and is at its fastest where every space is ASCII. A document with a byte that may start a Unicode space is
-read again by the exact loop, which finds the words as `str.split` does (ASCII and Unicode whitespace) and where
-each one is; so is any document with a candidate, for its spans. Each window is keyed by a polynomial of its words'
-keys and, when every one of its words is in the items' vocabulary (a bitmap of their keys), looked up in an
-open-addressing table of the patterns' keys. Each key met is only a candidate: the document's words there are
-compared with the item's words, so a match is never reported on a key alone (two words of the same bytes in
-another order share a key), and no match is missed, since equal words give equal keys. A Bloom filter or a table
+The scan reads a document's UTF-8 bytes, compiled. A word's sum adds a random code for each of its normalised bytes
+(its lowercase; punctuation adds nothing), whose low 32 bits count those bytes; its key is the sum times an odd
+constant. The sum does not depend on the bytes' order, so the loop over a document's bytes has no branch and each
+step waits only on an addition and a mask, where every space is ASCII. A document with a byte that may start a
+Unicode space is read again by the exact loop, which finds the words as `str.split` does (ASCII and Unicode
+whitespace) and where each one is; so is any document with a candidate, for its spans. Each window is keyed by a
+polynomial of its words' keys and, when every one of its words is in the items' vocabulary (a bitmap of their keys),
+looked up in an open-addressing table of the patterns' keys. Each key met is only a candidate: the document's words
+there are compared with the item's words, so a match is never reported on a key alone (two words of the same bytes
+in another order share a key), and no match is missed, since equal words give equal keys. A Bloom filter or a table
 of hashes without this check can report an n-gram the item does not hold; one that keys the text differently from
 the check can miss one.
 """
@@ -35,7 +35,7 @@ FIRST_CANDIDATES = 256  # room for a document holding a whole item (a window per
 VOCABULARY_BITS = 17  # a word's key's top bits, marked in a bitmap of the items' words (16 KB)
 COUNTED = np.uint64(0xFFFFFFFF)  # the low bits of a word's sum: how many bytes it has
 SPACE_CODE = np.uint64(1 << 63)  # an ASCII space in the fast loop's table (a byte's code is below it)
-LONGEST_FAST = 1 << 32  # bytes: a longer document is read by the exact loop (its counts would overflow)
+LONGEST_FAST = 1 << 32  # bytes: a longer document is read by the exact loop (the fast one's counts could wrap)
 
 
 def _byte_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -106,22 +106,23 @@ def _words(data, classes, codes, sums, starts, ends):
     words found as `str.split` finds them (Unicode spaces too); the number of words. A piece of punctuation alone
     is not a word."""
     size = data.size
-    count, i, start, total = 0, 0, 0, np.uint64(0)
+    count, i, start, total, kept = 0, 0, 0, np.uint64(0), False
     while i < size:
         byte = data[i]
         kind = classes[byte]
         step = 1 if kind == SPACE else _space_length(data, i, size) if kind == LEAD else 0
         if step == 0:
             total += codes[byte]
+            kept |= kind != PUNCTUATION
             i += 1
             continue
-        if total & COUNTED:
+        if kept:
             sums[count], starts[count], ends[count] = total, start, i
             count += 1
-        total = np.uint64(0)
+        total, kept = np.uint64(0), False
         i += step
         start = i
-    if total & COUNTED:
+    if kept:
         sums[count], starts[count], ends[count] = total, start, size
         count += 1
     return count
