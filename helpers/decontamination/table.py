@@ -55,6 +55,34 @@ def _lookup(table_keys, table_first, value, length):
 
 
 @jit(cache=True)
+def _tops(lengths):
+    """BASE to the power of each window length: what the unit leaving a rolling key weighs."""
+    tops = np.ones(lengths.size, np.uint64)
+    for k in range(lengths.size):
+        for _ in range(lengths[k]):
+            tops[k] *= BASE
+    return tops
+
+
+@jit(cache=True, inline="always")
+def _rolled(units, at, mask, known, rolling, table):
+    """The keys of the windows of each length that end at unit `units[at & mask]` (`units`: all of them, mask -1,
+    or a ring of the last ones), rolled on from the last (`rolling`: the lengths, their keys, their tops), and, for
+    each length the last `known` units cover, the first entry of the window's key in `table` (keys, firsts) into
+    `firsts`, else -1; whether any was found."""
+    lengths, values, tops, firsts = rolling
+    table_keys, table_first = table
+    unit, any_found = units[at & mask], False
+    for k in range(lengths.size):
+        length = lengths[k]
+        gone = units[(at - length) & mask] if at >= length else np.uint64(0)
+        values[k] = values[k] * BASE + unit - gone * tops[k]
+        firsts[k] = _lookup(table_keys, table_first, values[k], length) if known >= length else -1
+        any_found |= firsts[k] >= 0
+    return any_found
+
+
+@jit(cache=True)
 def _insert(table_keys, table_first, last, following, keys):
     """Put entries 0.. of `keys` into the table; entries with one key are chained in order (`following`)."""
     mask = table_keys.size - 1

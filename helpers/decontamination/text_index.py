@@ -27,7 +27,7 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import TEXT_NGRAM
-from .table import BASE, MIX_2, NgramTable, _lookup
+from .table import MIX_2, NgramTable, _rolled, _tops
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
@@ -162,10 +162,7 @@ def _scan(data, bounds, index, found_arrays):
         largest = max(largest, _end(data, bounds, document) - bounds[document])
     sums = np.empty(largest // 2 + 1, np.uint64)
     starts, ends = np.empty(largest // 2 + 1, np.int64), np.empty(largest // 2 + 1, np.int64)
-    tops, values = np.ones(lengths.size, np.uint64), np.zeros(lengths.size, np.uint64)
-    for k in range(lengths.size):
-        for _ in range(lengths[k]):
-            tops[k] *= BASE
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.empty(lengths.size, np.int64))
     shift = np.uint64(64 - VOCABULARY_BITS)
     found = 0
     for document in range(bounds.size - 1):
@@ -173,24 +170,19 @@ def _scan(data, bounds, index, found_arrays):
         count, unicode_spaces = _fast_words(text, TABLE, LEADS, sums) if text.size < LONGEST_FAST else (0, True)
         if unicode_spaces:
             count = _words(text, CLASSES, CODES, sums, starts=starts, ends=ends)
-        values[:] = 0
+        rolling[1][:] = 0
         known = 0  # how many of the last words are in the vocabulary
         for w in range(count):
             word = sums[w] * MIX_2
             sums[w] = word
             bit = word >> shift
             known = known + 1 if (vocabulary[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1) else 0
-            for k in range(lengths.size):
-                length = lengths[k]
-                gone = sums[w - length] if w >= length else np.uint64(0)
-                values[k] = values[k] * BASE + word - gone * tops[k]
-                if known < length:
-                    continue
-                first = _lookup(table_keys, table_first, values[k], length)
-                if first >= 0:
-                    if found < found_entry.size:
-                        found_entry[found], found_document[found], found_last[found] = first, document, w
-                    found += 1
+            if _rolled(sums, w, mask=-1, known=known, rolling=rolling, table=(table_keys, table_first)):
+                for first in rolling[3]:
+                    if first >= 0:
+                        if found < found_entry.size:
+                            found_entry[found], found_document[found], found_last[found] = first, document, w
+                        found += 1
     return found
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import TOKEN_NGRAM
-from .table import BASE, NgramTable, _lookup, _mix
+from .table import NgramTable, _mix, _rolled, _tops
 
 FIRST_CANDIDATES = 256
 
@@ -53,10 +53,7 @@ def _scan(tokens, index, found_arrays):
     while ring < longest + 1:
         ring *= 2
     hashes = np.zeros(ring, np.uint64)
-    tops, values = np.ones(lengths.size, np.uint64), np.zeros(lengths.size, np.uint64)
-    for k in range(lengths.size):
-        for _ in range(lengths[k]):
-            tops[k] *= BASE
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.empty(lengths.size, np.int64))
     known_ids = vocabulary.size * 64
     found, known = 0, 0  # how many of the last tokens are the items'
     for i in range(tokens.size):
@@ -65,19 +62,13 @@ def _scan(tokens, index, found_arrays):
         bit = np.uint64(token & 63) if inside else np.uint64(0)
         ours = inside and (vocabulary[token >> 6 if inside else 0] >> bit) & np.uint64(1) != 0
         known = known + 1 if ours else 0
-        unit = _mix(np.uint64(token) + np.uint64(1))
-        hashes[i & (ring - 1)] = unit
-        for k in range(lengths.size):
-            length = lengths[k]
-            gone = hashes[(i - length) & (ring - 1)] if i >= length else np.uint64(0)
-            values[k] = values[k] * BASE + unit - gone * tops[k]
-            if known < length:
-                continue
-            first = _lookup(table_keys, table_first, values[k], length)
-            if first >= 0:
-                if found < found_entry.size:
-                    found_entry[found], found_start[found] = first, i + 1 - length
-                found += 1
+        hashes[i & (ring - 1)] = _mix(np.uint64(token) + np.uint64(1))
+        if _rolled(hashes, i, mask=ring - 1, known=known, rolling=rolling, table=(table_keys, table_first)):
+            for k in range(lengths.size):
+                if rolling[3][k] >= 0:
+                    if found < found_entry.size:
+                        found_entry[found], found_start[found] = rolling[3][k], i + 1 - lengths[k]
+                    found += 1
     return found
 
 
