@@ -67,9 +67,10 @@ def _tops(lengths):
 @jit(cache=True, inline="always")
 def _rolled(units, at, mask, known, rolling, table):
     """The keys of the windows of each length that end at unit `units[at & mask]` (`units`: all of them, mask -1,
-    or a ring of the last ones), rolled on from the last (`rolling`: the lengths, their keys, their tops), and, for
-    each length the last `known` units cover, the first entry of the window's key in `table` (keys, firsts) into
-    `firsts`, else -1; whether any was found."""
+    or a ring of the last ones), rolled on from the last (`rolling`: the lengths, their keys, their tops, firsts),
+    and, for each length the last `known` units cover, the first entry of the window's key in `table` (keys,
+    firsts) into `firsts` where there is one (the caller reads them and sets them back to -1); whether any was
+    found."""
     lengths, values, tops, firsts = rolling
     table_keys, table_first = table
     unit, any_found = units[at & mask], False
@@ -77,8 +78,11 @@ def _rolled(units, at, mask, known, rolling, table):
         length = lengths[k]
         gone = units[(at - length) & mask] if at >= length else np.uint64(0)
         values[k] = values[k] * BASE + unit - gone * tops[k]
-        firsts[k] = _lookup(table_keys, table_first, values[k], length) if known >= length else -1
-        any_found |= firsts[k] >= 0
+        if known < length:
+            continue
+        first = _lookup(table_keys, table_first, values[k], length)
+        if first >= 0:
+            firsts[k], any_found = first, True
     return any_found
 
 

@@ -162,7 +162,7 @@ def _scan(data, bounds, index, found_arrays):
         largest = max(largest, _end(data, bounds, document) - bounds[document])
     sums = np.empty(largest // 2 + 1, np.uint64)
     starts, ends = np.empty(largest // 2 + 1, np.int64), np.empty(largest // 2 + 1, np.int64)
-    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.empty(lengths.size, np.int64))
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.full(lengths.size, -1, np.int64))
     shift = np.uint64(64 - VOCABULARY_BITS)
     found = 0
     for document in range(bounds.size - 1):
@@ -178,11 +178,12 @@ def _scan(data, bounds, index, found_arrays):
             bit = word >> shift
             known = known + 1 if (vocabulary[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1) else 0
             if _rolled(sums, w, mask=-1, known=known, rolling=rolling, table=(table_keys, table_first)):
-                for first in rolling[3]:
-                    if first >= 0:
+                for k in range(lengths.size):
+                    if rolling[3][k] >= 0:
                         if found < found_entry.size:
-                            found_entry[found], found_document[found], found_last[found] = first, document, w
+                            found_entry[found], found_document[found], found_last[found] = rolling[3][k], document, w
                         found += 1
+                        rolling[3][k] = -1
     return found
 
 
@@ -258,8 +259,8 @@ class TextIndex:
         if not self.patterns:
             return []
         data = text.encode("utf-8", "surrogatepass")
-        entries, _, lasts = self.candidates(np.frombuffer(data, np.uint8), ONE_TEXT)
-        return self._verified(text, data, entries, lasts, first=first) if entries.size else []
+        found = self.candidates(np.frombuffer(data, np.uint8), ONE_TEXT)
+        return self._verified(text, data, found[0], found[2], first=first) if found.shape[1] else []
 
     def matches_each(self, texts: list[str], first: bool = False) -> list[list[Match]]:
         """`matches` of each text, the texts scanned in one compiled call (cheaper than one call each)."""

@@ -53,7 +53,7 @@ def _scan(tokens, index, found_arrays):
     while ring < longest + 1:
         ring *= 2
     hashes = np.zeros(ring, np.uint64)
-    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.empty(lengths.size, np.int64))
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.full(lengths.size, -1, np.int64))
     known_ids = vocabulary.size * 64
     found, known = 0, 0  # how many of the last tokens are the items'
     for i in range(tokens.size):
@@ -69,6 +69,7 @@ def _scan(tokens, index, found_arrays):
                     if found < found_entry.size:
                         found_entry[found], found_start[found] = rolling[3][k], i + 1 - lengths[k]
                     found += 1
+                    rolling[3][k] = -1
     return found
 
 
