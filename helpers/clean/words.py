@@ -305,9 +305,9 @@ class EnglishWords:
         if tokens is None:
             if run.isascii() and run.isalpha() and run not in self.rules:
                 tokens = (run,)  # English's prefixes, suffixes, infixes and URLs all need a character not a letter
-            elif (run[-1] in PLAIN_ENDS and run[:-1].isascii() and run[:-1].isalpha() and run not in self.rules
-                  and run[:-1] not in self.rules):
-                tokens = (run[:-1], run[-1])  # and these five are always suffixes
+            elif ((run[-1] in PLAIN_ENDS or (run[-1] == "." and run[-2:-1].islower())) and run[:-1].isascii()
+                  and run[:-1].isalpha() and run not in self.rules and run[:-1] not in self.rules):
+                tokens = (run[:-1], run[-1])  # these five are always suffixes, and a full stop after a lowercase letter
             else:
                 tokens = self._joined(self._split(run, specials=True))
             if len(self.runs) >= CACHED_RUNS:
