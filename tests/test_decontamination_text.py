@@ -52,6 +52,14 @@ def test_planted_leaks_are_found_exactly_as_the_oracle_finds_them(humaneval, ind
     assert at_start.start == 0 and at_start.item == 4
 
 
+def test_a_scan_with_too_little_room_runs_again_and_finds_the_same(humaneval, index, corpus_dir, monkeypatch):
+    documents, _ = planted(humaneval, corpus_dir)
+    roomy = index.matches_each(documents)
+    monkeypatch.setattr(scan, "FIRST_ROOM", (1, 1))
+    assert index.matches_each(documents) == roomy and [index.matches(document) for document in documents] == roomy
+    assert sum(map(len, roomy)) > 100
+
+
 def test_short_items_count_whole_and_shared_n_grams_go_to_the_first_item():
     items = ["The answer is 42.", "one two three four five", "One, two, three: four five!", "", "!!! ..."]
     index = TextIndex(items, n=4)

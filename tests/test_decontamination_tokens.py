@@ -92,6 +92,16 @@ def test_no_window_across_a_document_end_is_reported(humaneval):
         range(23, 23 + item.size - 20 - 12))
 
 
+def test_a_scan_with_too_little_room_runs_again_and_finds_the_same(humaneval, monkeypatch):
+    from helpers.decontamination import token_index
+
+    index = TokenIndex.encoded(list(humaneval.texts), load_tokenizer("llama3"), 13)
+    stream = np.concatenate([[11, 12, 13], *index.items[:3]])
+    roomy = index.matches(stream)
+    monkeypatch.setattr(token_index, "FIRST_ROOM", (1, 1))
+    assert index.matches(stream) == roomy and len(roomy) > 100
+
+
 def test_check_fails_data_holding_eval_n_grams_and_lists_them(leaked, humaneval, corpus_dir, tmp_path):
     prefix, _, _ = leaked
     report = check_dataset(prefix, evals=[humaneval])

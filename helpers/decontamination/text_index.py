@@ -26,12 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common.compiled import jit
-from .lengths import TEXT_NGRAM
+from .lengths import FIRST_ROOM, TEXT_NGRAM
 from .table import MIX_2, NgramTable, _rolled, _tops
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
-FIRST_CANDIDATES = 256  # room for a document holding a whole item (a window per word of it) at the first try
 VOCABULARY_BITS = 17  # a word's key's top bits, marked in a bitmap of the items' words (16 KB)
 COUNTED = np.uint64(0xFFFFFFFF)  # the low bits of a word's sum: how many bytes it has
 SPACE_CODE = np.uint64(1 << 63)  # an ASCII space in the fast loop's table (a byte's code is below it)
@@ -245,7 +244,7 @@ class TextIndex:
     def candidates(self, data: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         """The scan's candidates in the documents `data[bounds[d]:bounds[d + 1]]` (UTF-8 bytes), as rows: first
         entries, documents, and the number of each window's last word in its document."""
-        room = max(FIRST_CANDIDATES, data.size // 1024)
+        room = min(max(FIRST_ROOM[0], data.size // 1024), FIRST_ROOM[1])
         while True:
             arrays = np.empty((3, room), np.int64)
             found = _scan(data, bounds, self.arrays, arrays)

@@ -25,10 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common.compiled import jit
-from .lengths import TOKEN_NGRAM
+from .lengths import FIRST_ROOM, TOKEN_NGRAM
 from .table import NgramTable, _mix, _rolled, _tops
-
-FIRST_CANDIDATES = 256
 
 
 @jit(cache=True)
@@ -142,7 +140,7 @@ class TokenIndex:
         `document_starts` (ascending offsets into `tokens`), only windows that lie within one document."""
         if not self.patterns or tokens.size == 0:
             return []
-        room = max(FIRST_CANDIDATES, tokens.size // 64)
+        room = min(max(FIRST_ROOM[0], tokens.size // 64), FIRST_ROOM[1])
         while True:
             candidates = np.empty((2, room), np.int64)
             found = _scan(tokens, self.arrays, (candidates[0], candidates[1]))
