@@ -148,7 +148,7 @@ def test_blending_index_equals_megatron_helper(weights):
     ours = blending_indices(weights, size)
     index, sample = np.zeros(size, np.int16), np.zeros(size, np.int64)
     core().helpers.build_blending_indices(index, sample, np.array(weights, np.float64) / sum(weights),
-                                            len(weights), size, False)
+                                          len(weights), size, False)
     np.testing.assert_array_equal(ours[0], index)
     np.testing.assert_array_equal(ours[1], sample)
 

@@ -102,6 +102,14 @@ def _insert(table_keys, table_first, last, following, keys):
         last[slot] = entry
 
 
+def bitmap(positions: np.ndarray, bits: int) -> np.ndarray:
+    """A bitmap of `bits` bits (64 to a word) with the bits at `positions` set: the scans' vocabularies."""
+    positions = np.unique(positions).astype(np.uint64)
+    words = np.zeros((max(bits, 1) + 63) // 64, np.uint64)
+    np.bitwise_or.at(words, (positions >> np.uint64(6)).astype(np.int64), np.uint64(1) << (positions & np.uint64(63)))
+    return words
+
+
 class NgramTable:
     """The patterns of some items: for item k, every window of `n` of its units (all of them, when it has fewer),
     from the units' hashes (`unit_hashes[k]`). `entry_item`, `entry_position`, `entry_length` say where each

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import FIRST_ROOM, TEXT_NGRAM
-from .table import MIX_2, NgramTable, _rolled, _tops
+from .table import MIX_2, NgramTable, _rolled, _tops, bitmap
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
@@ -186,15 +186,6 @@ def _scan(data, bounds, index, found_arrays):
     return found
 
 
-def _vocabulary(item_hashes: list[np.ndarray]) -> np.ndarray:
-    """The bitmap of the items' words, by their keys' top `VOCABULARY_BITS` bits."""
-    vocabulary = np.zeros((1 << VOCABULARY_BITS) // 64, np.uint64)
-    if item_hashes:
-        bits = np.unique(np.concatenate(item_hashes) >> np.uint64(64 - VOCABULARY_BITS))
-        np.bitwise_or.at(vocabulary, bits >> np.uint64(6), np.uint64(1) << (bits & np.uint64(63)))
-    return vocabulary
-
-
 def word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The words of a text's UTF-8 bytes: each one's sum, and where it starts and ends (bytes)."""
     capacity = data.size // 2 + 1
@@ -232,14 +223,13 @@ class TextIndex:
     def __init__(self, items: list[str], n: int = TEXT_NGRAM):
         self.n = n
         self.words = [gpt3_words(text) for text in items]
-        sums = [word_spans(_bytes(text))[0] for text in items]
-        assert all(h.size == len(w) for h, w in zip(sums, self.words)), "the scan and gpt3_words split differently"
-        hashes = [each.copy() for each in sums]
-        for each in hashes:
-            _keys(each)
+        hashes = [word_hashes(text) for text in items]
+        assert all(h.size == len(w) for h, w in zip(hashes, self.words)), "the scan and gpt3_words split differently"
         self.table = NgramTable(hashes, n)
         self.patterns = self.table.patterns
-        self.arrays = (_vocabulary(hashes), self.table.lengths, self.table.table_keys, self.table.table_first)
+        top_bits = np.concatenate(hashes) >> np.uint64(64 - VOCABULARY_BITS) if hashes else np.zeros(0, np.uint64)
+        self.arrays = (bitmap(top_bits, 1 << VOCABULARY_BITS), self.table.lengths, self.table.table_keys,
+                       self.table.table_first)  # the vocabulary: the items' words, by their keys' top bits
 
     def candidates(self, data: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         """The scan's candidates in the documents `data[bounds[d]:bounds[d + 1]]` (UTF-8 bytes), as rows: first

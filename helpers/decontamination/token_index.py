@@ -26,7 +26,7 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import FIRST_ROOM, TOKEN_NGRAM
-from .table import NgramTable, _mix, _rolled, _tops
+from .table import NgramTable, _mix, _rolled, _tops, bitmap
 
 
 @jit(cache=True)
@@ -69,15 +69,6 @@ def _scan(tokens, index, found_arrays):
                     found += 1
                     rolling[3][k] = -1
     return found
-
-
-def _vocabulary(items: list[np.ndarray]) -> np.ndarray:
-    """The bitmap of the token ids the items use."""
-    ids = np.unique(np.concatenate(items)) if items else np.zeros(0, np.int64)
-    ids = ids[ids >= 0]
-    vocabulary = np.zeros(int(ids.max()) // 64 + 1 if ids.size else 1, np.uint64)
-    np.bitwise_or.at(vocabulary, ids >> 6, np.uint64(1) << (ids & 63).astype(np.uint64))
-    return vocabulary
 
 
 @jit(cache=True)
@@ -123,7 +114,10 @@ class TokenIndex:
         self.items = [np.asarray(item, np.int64) for item in items]
         self.table = NgramTable([_token_hashes(item) for item in self.items], n)
         self.patterns = self.table.patterns
-        self.arrays = (_vocabulary(self.items), self.table.lengths, self.table.table_keys, self.table.table_first)
+        ids = np.concatenate(self.items) if self.items else np.zeros(0, np.int64)
+        ids = ids[ids >= 0]
+        self.arrays = (bitmap(ids, int(ids.max()) + 1 if ids.size else 1), self.table.lengths, self.table.table_keys,
+                       self.table.table_first)  # the vocabulary: the ids the items use
         sizes = [item.size for item in self.items]
         self.flat_items = (np.concatenate(self.items) if self.items else np.zeros(0, np.int64),
                            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
