@@ -1,7 +1,8 @@
 """Blend schedules and a changed mix: each dataset read in its own order through a cursor that only moves forward,
-so a run stopped and resumed on any number of processes takes the uninterrupted run's samples, and a run resumed
-under new weights, another schedule or other datasets repeats nothing and skips nothing; megatron-core, rebuilding
-its blend under the new weights, loses and repeats samples on the same data."""
+so a run stopped and resumed on any number of processes or another global batch takes the uninterrupted run's
+samples (the state keeps each phase's first sample), and a run resumed under new weights, another schedule or other
+datasets repeats nothing and skips nothing; megatron-core, rebuilding its blend under the new weights, loses and
+repeats samples on the same data."""
 
 from __future__ import annotations
 
@@ -239,7 +240,7 @@ def test_a_planned_resume_continues_the_segment_a_changed_one_starts_a_new_one()
 
 
 def test_the_ledger_command_reads_a_saved_state(prefixes, tmp_path):
-    run = loader(prefixes, 20 * GLOBAL, schedule=[(0, [1, 1, 1]), (10, [0, 0, 1])])
+    run = loader(prefixes, 20 * GLOBAL, schedule=[(0, [1, 1, 1]), (10, [0, 0, 1]), (18, [1, 0, 0])])
     run.step = 15
     path = tmp_path / "state.json"
     path.write_text(json.dumps(run.state_dict()))
@@ -249,6 +250,12 @@ def test_the_ledger_command_reads_a_saved_state(prefixes, tmp_path):
     book = json.loads(shown.stdout)
     assert sum(d["samples"] for d in book["datasets"]) == 15 * GLOBAL
     assert [d["samples"] for d in book["datasets"]] == [round(d["asked_samples"]) for d in book["datasets"]]
+    assert [(p["step"], p["from"], p["to"], p["reached"]) for p in book["phases"]] == \
+        [(0, 0, 10 * GLOBAL, True), (10, 10 * GLOBAL, 18 * GLOBAL, True), (18, 18 * GLOBAL, None, False)]
+    table = subprocess.run([sys.executable, "-m", "helpers.audit", "ledger", str(path)], capture_output=True,
+                           text=True).stdout
+    assert f"(a step is {GLOBAL} samples; weights in the order above): step 0 from sample 0: 0.333/0.333/0.333; " \
+        f"step 10 from sample {10 * GLOBAL}: 0/0/1; step 18 from sample {18 * GLOBAL}: 1/0/0 (not reached)" in table
     missing = subprocess.run([sys.executable, "-m", "helpers.audit", "ledger", str(tmp_path / "absent.json")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "fix:" in missing.stderr and "Traceback" not in missing.stderr
@@ -265,3 +272,126 @@ def test_a_schedule_file_with_a_missing_or_unknown_key_is_refused_naming_its_key
         path.write_text(text)
         with pytest.raises(UserError, match=f"found keys .*{found}.*; fix: "):
             load_schedule_file(path)
+
+
+def global_stream(data, samples, stops, layouts, schedule):
+    """The samples (token rows) and per-sample dataset names of a run stopped at each of `stops` (in samples) and
+    resumed on the next layout (ranks x per-rank batch, so the global batch may change), glued back from the ranks'
+    slices, with the last state."""
+    rows, names, state = [], [], None
+    for start, end, (world, batch) in zip([0, *stops], [*stops, samples], layouts):
+        ranks = [loader(data, samples, schedule=schedule, batch_size=batch, rank=r, world_size=world)
+                 for r in range(world)]
+        for rank in ranks:
+            if state is not None:
+                rank.load_state_dict(state)
+            assert rank.step * world * batch == start
+        mix = ranks[0].source.mix
+        for step in range(start // (world * batch), end // (world * batch)):
+            rows.append(np.concatenate([rank.batch_at(step)["input_ids"].numpy() for rank in ranks]))
+            chosen = mix.of(np.concatenate([rank.steps.sample_ids(step) for rank in ranks]))[0]
+            names += [mix.registry[k].name.split("_")[0] for k in chosen]
+        for rank in ranks:
+            rank.step = end // (world * batch)
+        state = ranks[0].state_dict()
+    return np.concatenate(rows), names, state
+
+
+def shares(names: list[str]) -> list[int]:
+    return [names.count(name) for name in NAMES]
+
+
+@pytest.mark.parametrize("boundary", [60, 61])  # at step 61 the mix changes inside a global batch of 24
+@pytest.mark.parametrize("layout", [(3, 8), (1, 4)])
+def test_a_resume_on_another_global_batch_changes_the_mix_at_the_uninterrupted_runs_sample(prefixes, layout,
+                                                                                           boundary):
+    """Stopped at step 57 of a global batch of 8 and resumed on 3 ranks x 8 or 1 rank x 4: the phase that begins
+    at step `boundary` begins at sample 8 x `boundary` as in the uninterrupted run, so every remaining sample and
+    each dataset's share are the uninterrupted run's."""
+    schedule, samples, stop = [(0, [0.6, 0.3, 0.1]), (boundary, [0.0, 0.5, 0.5])], 120 * 8, 57 * 8
+    whole, whole_names, _ = global_stream(prefixes, samples, [], [(1, 8)], schedule)
+    resumed, names, state = global_stream(prefixes, samples, [stop], [(1, 8), layout], schedule)
+    equal = (resumed[stop:] == whole[stop:]).all(axis=1)
+    assert equal.sum() == samples - stop, f"{equal.sum()} of {samples - stop} remaining samples equal"
+    assert shares(names[stop:]) == shares(whole_names[stop:])
+    assert [(p["step"], p["from"], p["reached"]) for p in ledger(state)["phases"]] == \
+        [(0, 0, True), (boundary, boundary * 8, True)]
+
+
+LAYOUTS = [(1, 4), (2, 2), (1, 6), (3, 2), (1, 8), (2, 4), (4, 2), (1, 12), (3, 4), (2, 6), (3, 8), (1, 24)]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_run_resumed_on_global_batches_of_4_to_24_takes_the_uninterrupted_samples(prefixes, data):
+    samples = 240
+    first = data.draw(st.sampled_from(LAYOUTS[:8]))
+    schedule = data.draw(schedules(samples // (first[0] * first[1])))
+    stops = sorted(data.draw(st.sets(st.sampled_from(range(24, samples, 24)), min_size=1, max_size=3)))
+    layouts = [first, *(data.draw(st.sampled_from(LAYOUTS)) for _ in stops)]
+    whole, whole_names, _ = global_stream(prefixes, samples, [], [first], schedule)
+    pieces, names, state = global_stream(prefixes, samples, stops, layouts, schedule)
+    np.testing.assert_array_equal(pieces, whole)
+    assert names == whole_names
+    assert ledger(state)["ranks"]["disjoint"]
+
+
+def stopped_state(data, schedule, layout=(1, 8), steps=57):
+    """The loader state of a run of 120 steps stopped after `steps`."""
+    run = loader(data, 120 * 8, schedule=schedule, batch_size=layout[1], rank=0, world_size=layout[0])
+    run.step = steps
+    return run.state_dict()
+
+
+def test_a_new_phase_step_with_another_global_batch_is_refused_in_one_line(prefixes):
+    """The state knows the samples of its schedule's steps; a phase at another step could count global batches of
+    8 or of 24, so the resume is refused, naming the phase and the fix. Same steps with new weights, or a new step
+    with the same global batch, are taken."""
+    state = stopped_state(prefixes, [(0, [0.6, 0.3, 0.1]), (60, [0.0, 0.5, 0.5])])
+    moved = [(0, [0.6, 0.3, 0.1]), (70, [0.0, 0.5, 0.5])]
+    with pytest.raises(UserError) as refused:
+        loader(prefixes, 120 * 8, schedule=moved, batch_size=8, rank=0, world_size=3).load_state_dict(state)
+    line = str(refused.value)
+    assert "\n" not in line and "phase 2 starts at step 70" in line and "sample 560" in line and "1,680" in line
+    assert "fix: keep the state's phase steps (0, 60)" in line and "global batch of 8" in line
+    reweighted = loader(prefixes, 120 * 8, schedule=[(0, [1, 1, 1]), (60, [1, 0, 0])], batch_size=8, world_size=3,
+                        rank=0)
+    reweighted.load_state_dict(state)
+    assert [s.start for s in reweighted.source.mix.segments] == [0, 456, 480]
+    same_batch = loader(prefixes, 120 * 8, schedule=moved, batch_size=8)
+    same_batch.load_state_dict(state)
+    assert [s.start for s in same_batch.source.mix.segments] == [0, 560]
+
+
+def test_a_state_saved_before_the_phases_were_kept_counts_steps_in_its_first_stints_global_batch(prefixes):
+    """A state without `phases` still loads, and resumed on 3 x 8 takes the uninterrupted samples of 1 x 8."""
+    schedule = [(0, [0.6, 0.3, 0.1]), (60, [0.0, 0.5, 0.5])]
+    whole, _, _ = global_stream(prefixes, 120 * 8, [], [(1, 8)], schedule)
+    state = stopped_state(prefixes, schedule)
+    older = {**state, "mix": {k: v for k, v in state["mix"].items() if k not in ("phases", "samples_per_step")}}
+    ranks = [loader(prefixes, 120 * 8, schedule=schedule, batch_size=8, rank=r, world_size=3) for r in range(3)]
+    for rank in ranks:
+        rank.load_state_dict(older)
+    rest = [np.concatenate([rank.batch_at(step)["input_ids"].numpy() for rank in ranks])
+            for step in range(19, 40)]
+    np.testing.assert_array_equal(np.concatenate(rest), whole[57 * 8:])
+
+
+def test_helpers_training_refuses_a_moved_phase_with_another_global_batch_in_one_line(prefixes, tmp_path):
+    """What a user sees: exit 2, one line naming the phase and the fix, no traceback."""
+    tiny = ["--steps", "4", "--seq-length", "32", "--model", "hidden_size=32", "--model", "intermediate_size=64",
+            "--model", "num_hidden_layers=1", "--model", "num_attention_heads=4", "--train", "eval_every=0",
+            "--no-progress", "--checkpoint-dir", str(tmp_path / "checkpoints")]
+    datasets = f"datasets: [{prefixes[0]}, {prefixes[1]}]\nphases:\n  - {{step: 0, weights: [0.8, 0.2]}}\n"
+    for name, step in (("planned", 3), ("moved", 2)):
+        (tmp_path / f"{name}.yaml").write_text(datasets + f"  - {{step: {step}, weights: [0.1, 0.9]}}\n")
+
+    def train(schedule: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "helpers.training", "--data-schedule",
+                               str(tmp_path / f"{schedule}.yaml"), *tiny, *extra], capture_output=True, text=True)
+
+    assert train("planned", "--global-batch-size", "4", "--until-step", "1").returncode == 0
+    refused = train("moved", "--global-batch-size", "2", "--resume")
+    said = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and len(said) == 1, refused.stderr
+    assert "phase 2 starts at step 2" in said[0] and "fix:" in said[0] and "global batch of 4" in said[0]

@@ -7,7 +7,9 @@ whether the ranks of every stint took disjoint slices of each global batch.
     python -m helpers.audit ledger loader_state.json                  # json.dump(loader.state_dict(), ...)
 
 The state holds each dataset's cursor and the segments of the mix it was read under (ranges of the stream,
-not a row per sample); the documents seen are counted from the data, opened again where the state names it.
+not a row per sample), and the schedule's phases with the sample each begins at (a step counts the global batch
+of the run that started the schedule, whatever batch a resume took); the documents seen are counted from the data,
+opened again where the state names it.
 """
 
 from __future__ import annotations
@@ -133,7 +135,17 @@ def ledger(state: dict) -> dict:
                    samples_per_epoch=opened["per_epoch"], documents_seen=opened["documents_seen"])
         datasets.append(row)
     return {"samples_consumed": consumed, "seq_length": cut["seq_length"], "datasets": datasets,
-            "segments": mix["segments"], "ranks": _ranks(state.get("stints", []), consumed)}
+            "segments": mix["segments"], "samples_per_step": mix.get("samples_per_step"),
+            "phases": _phases(mix, consumed), "ranks": _ranks(state.get("stints", []), consumed)}
+
+
+def _phases(mix: dict, consumed: int) -> list[dict]:
+    """Each phase of the schedule: its step, the samples it spans (`to` None: to the end of the run) and whether
+    the run reached it; none for a state saved before it kept them."""
+    phases = mix.get("phases", [])
+    ends = [p["from"] for p in phases[1:]] + [None]
+    return [{"step": p["step"], "from": p["from"], "to": end, "weights": p["weights"], "reached": p["from"] < consumed}
+            for p, end in zip(phases, ends)]
 
 
 def ledger_table(book: dict, source: Path) -> str:
@@ -145,6 +157,11 @@ def ledger_table(book: dict, source: Path) -> str:
     for d in book["datasets"]:
         lines.append(f"{d['name']:<{width}}  {d['tokens']:>12,}  {d['asked_tokens']:>12,}  {d['epochs']:>6}  "
                      + "/".join(str(n) for n in d["documents_seen"]))
+    if len(book["phases"]) > 1:  # a blend's one phase, from sample 0, says nothing the lines above do not
+        shown = [f"step {p['step']:,} from sample {p['from']:,}: " + "/".join(f"{w:.3g}" for w in p["weights"])
+                 + ("" if p["reached"] else " (not reached)") for p in book["phases"]]
+        lines.append(f"phases (a step is {book['samples_per_step']} samples; weights in the order above): "
+                     + "; ".join(shown))
     ranks = book["ranks"]
     stints = ", ".join(f"{s['world_size']} x {s['batch_size']} to sample {s['to']:,}" for s in ranks["stints"])
     lines.append(("ranks: disjoint slices of every global batch" if ranks["disjoint"] else

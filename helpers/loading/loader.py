@@ -49,7 +49,7 @@ if not log.handlers:  # say where the data comes from even when the application 
     log.setLevel(logging.INFO)
     log.propagate = False
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: a mix keeps its schedule's steps in samples
 
 
 class _StepBatches(torch.utils.data.Dataset):
@@ -170,7 +170,8 @@ class TokenBatches:
         if mix is not None:
             if "mix" not in state:
                 raise UserError("loader state has no record of its datasets' mix; fix: pass what state_dict() returned")
-            mix.resume(state["mix"], consumed)
+            stints = state.get("stints") or [{"world_size": self.world_size, "batch_size": self.batch_size}]
+            mix.resume(state["mix"], consumed, first_global_batch=stints[0]["world_size"] * stints[0]["batch_size"])
         self.step = consumed // per_step
         self.stints, self.resumed_at = [dict(s) for s in state.get("stints", []) if s["from"] < consumed], consumed
         for stint in self.stints:
@@ -205,7 +206,8 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
     `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
     `schedule`: the mix of the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
     (800, [0.2, 0.8])]`, a step being a global batch (`helpers.loading.schedule`); a weighted blend is one phase.
-    `load_state_dict` of a state saved under another mix continues every dataset from where it stood.
+    `load_state_dict` of a state saved under another mix continues every dataset from where it stood; under another
+    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`).
     """
     if batch_size < 1 or seq_length < 1:
         raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "

@@ -5,6 +5,11 @@ datasets it adds; one it drops stays, weight 0, with its cursor). The `Choice` o
 sample of the global stream, its dataset and its number in that dataset's own order (made as far as the stream is
 read), so the state needs no more than the registry and the segments: the cursors follow from them, and are
 stored beside them for `python -m helpers.audit ledger`.
+
+A schedule's steps count global batches of the run that started it, and the state keeps that size and each phase's
+boundary in samples: a run resumed with another global batch changes the mix at the samples the uninterrupted run
+does (the boundary may fall inside one of its batches; the samples are the same). With another global batch, a
+phase at a step the state does not know is refused: its sample depends on which global batch its step counts.
 """
 
 from __future__ import annotations
@@ -34,8 +39,11 @@ class Mix:
     """Registry, segments and the choice of every global sample, for `prefixes` and their `phases`."""
 
     def __init__(self, prefixes: list[str], phases, samples_per_step: int, num_samples: int):
+        """`samples_per_step`: this run's global batch, which a schedule's steps count unless a resume says
+        otherwise."""
         self.prefixes, self.phases = [str(p) for p in prefixes], phases
         self.samples_per_step, self.num_samples = samples_per_step, num_samples
+        self.global_batch = samples_per_step
         self.registry = [Entry(Path(p).name, p, fingerprint(p), k) for k, p in enumerate(self.prefixes)]
         self.segments = self._future()
         self._choose()
@@ -75,13 +83,18 @@ class Mix:
         cursors = self.cursors(consumed)
         return {"datasets": [{"name": e.name, "prefix": e.prefix, "fingerprint": e.fingerprint,
                               "samples": int(cursors[k])} for k, e in enumerate(self.registry)],
-                "segments": [s.to_json() for s in self.segments if s.start < max(consumed, 1)]}
+                "segments": [s.to_json() for s in self.segments if s.start < max(consumed, 1)],
+                "samples_per_step": self.samples_per_step,
+                "phases": [{"step": step, **segment.to_json()} for (step, _), segment in zip(self.phases,
+                                                                                           self._future())]}
 
-    def resume(self, state: dict, consumed: int) -> None:
-        """Take the registry and segments of `state` up to `consumed`, and this mix from there."""
+    def resume(self, state: dict, consumed: int, first_global_batch: int) -> None:
+        """Take the registry and segments of `state` up to `consumed`, and this mix from there, its steps counted
+        as the state counts them (a state saved before it kept them: the global batch of its first stint)."""
         if consumed > self.num_samples:
             raise UserError(f"the loader state consumed {consumed} samples, more than this loader's "
                             f"{self.num_samples}; fix: ask for at least as many samples (steps) as the run has taken")
+        step_samples = self._step_samples(state, first_global_batch)
         saved = state["datasets"]
         unmatched = list(self.registry)
         registry = []
@@ -98,9 +111,26 @@ class Mix:
                 entry = Entry(old["name"], old["prefix"], old["fingerprint"], None)
             registry.append(entry)
         registry += unmatched
-        self.registry = registry
+        self.registry, self.samples_per_step = registry, step_samples
         width = len(registry)
         history = [Segment(s.start, s.weights + (0.0,) * (width - len(s.weights)))
                    for s in map(Segment.from_json, state["segments"])]
         self.segments = resumed_segments(history, consumed, self._future())
         self._choose()
+
+    def _step_samples(self, state: dict, first_global_batch: int) -> int:
+        """The samples a step of the schedule counts, as `state` counted them; a phase at a step it does not know
+        refused where this run's global batch differs (its sample would depend on which batch its step counts)."""
+        counted = int(state.get("samples_per_step", first_global_batch))
+        if counted == self.global_batch or "phases" not in state:  # an older state: its steps are taken as they are
+            return counted
+        known = {int(p["step"]) for p in state["phases"]} | {0}
+        for position, (step, _) in enumerate(self.phases, 1):
+            if step not in known:
+                raise UserError(
+                    f"schedule phase {position} starts at step {step}, which the loader state's schedule does not "
+                    f"have, and the global batch changed from {counted} to {self.global_batch}: step {step} is "
+                    f"sample {step * counted:,} in steps of {counted}, {step * self.global_batch:,} in steps of "
+                    f"{self.global_batch}; fix: keep the state's phase steps ({', '.join(map(str, sorted(known)))}) "
+                    f"with this global batch, or change the schedule on a resume with a global batch of {counted}")
+        return counted
