@@ -121,3 +121,28 @@ def test_cut_regions_are_counted_and_a_shared_n_gram_credits_every_item(humaneva
     report = clean([source], tmp_path / "shared", decontaminate=[str(shared)], progress=False)
     found = report["decontaminate"]["benchmarks"]["shared"]["documents"]
     assert found["a"] == found["b"] >= 1
+
+
+def test_where_the_janitor_differs_ours_does_what_the_doc_says(humaneval, corpus_dir, tmp_path):
+    """docs/decontamination.md's differences from lm-eval-harness's janitor, on our side: a window holding a piece of
+    punctuation alone is found; the 200-character boundaries; a short document without a match is kept whole."""
+    from helpers.decontamination import TextIndex
+    from helpers.decontamination.spans import pieces
+
+    index = TextIndex(list(humaneval.texts), 13)
+    words = humaneval.texts[0].split()
+    dashed = " ".join(word + (" -" if k % 6 == 5 else "") for k, word in enumerate(words))  # a lone "-" every 6 words
+    code = [json.loads(line)["text"] for line in open(corpus_dir / "code.jsonl", encoding="utf-8")]
+    document = code[0][:2000] + "\n" + dashed + "\n" + code[0][2000:4000]
+    windows = [document[match.start:match.end].split() for match in index.matches(document)]
+    assert len(windows) > 50 and all("-" in window for window in windows)
+    text = next(each for each in code[1:] if len(each) > 3000)[:3000]
+    assert pieces(text, [(400, 450)]) == [text[:200], text[650:]]  # a first piece of exactly 200 is kept
+    assert pieces(text, [(400, 450)], shortest=201) == [text[650:]]
+    middle = pieces(text, [(400, 450), (1100, 1150)])  # the cuts end 200 characters past a match's last one
+    assert middle == [text[:200], text[650:900], text[1350:]] and len(middle[1]) == 250
+    short = next(line for text in code for line in text.splitlines() if 60 < len(line.strip()) < 200).strip()
+    path = items_file(tmp_path, "short.jsonl", [{"text": short}, {"text": document}])
+    clean([path], tmp_path / "cut", decontaminate=["humaneval"], decontaminate_mode="gpt3", progress=False)
+    kept = [json.loads(line)["text"] for line in open(tmp_path / "cut" / "short.jsonl", encoding="utf-8")]
+    assert kept[0] == short and len(kept) == 2 and dashed not in kept[1]
