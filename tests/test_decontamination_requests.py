@@ -65,9 +65,9 @@ def test_items_shorter_than_the_n_gram_and_items_with_no_word_are_counted(fifty,
     warnings = capsys.readouterr().err.strip().splitlines()
     assert warnings == [
         'warning: --decontaminate quiz: 2 of 4 items have no word (empty or punctuation only: empty "", dots '
-        '"... -- !!"), so they match nothing',
-        f'warning: --decontaminate quiz: 1 of 4 items has fewer than 13 words (the shortest 9; short "{sentence[:40]}..."), '
-        "each matched whole as one n-gram"]
+        '"... -- !!"); an item with no word matches nothing',
+        "warning: --decontaminate quiz: 1 of 4 items has fewer than 13 words (the shortest 9; short "
+        f'"{sentence[:40]}..."), each matched whole as one n-gram']
     section = report["decontaminate"]["benchmarks"]["quiz"]
     assert section["items_without_words"] == 2 and section["items_shorter_than_ngram"] == 1
     text = "\n".join(json.loads(line)["text"] for line in open(fifty, encoding="utf-8"))

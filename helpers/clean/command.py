@@ -130,7 +130,8 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              language_threshold=language_threshold,
                              decontaminate=tuple(map(str, decontaminate or ())), eval_keys=eval_keys,
                              decontaminate_ngram=decontaminate_ngram, decontaminate_mode=decontaminate_mode,
-                             allow_short_ngrams=allow_short_ngrams, line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
+                             allow_short_ngrams=allow_short_ngrams,
+                             line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
                              skip_bad_records=skip_bad_records,
                              memory_limit=parse_size(memory_limit) if isinstance(memory_limit, str) else memory_limit)
@@ -502,8 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--decontaminate: drop a document that holds an n-gram (default), or cut the spans as "
                              "GPT-3 did")
     parser.add_argument("--allow-short-ngrams", action="store_true",
-                        help="--decontaminate: match n-grams, or items matched whole, of fewer than 8 words (they match "
-                             "ordinary text) rather than refuse them")
+                        help="--decontaminate: match n-grams, or items matched whole, of fewer than 8 words (they "
+                             "match ordinary text) rather than refuse them")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")

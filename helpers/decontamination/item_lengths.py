@@ -54,7 +54,7 @@ def _set_lines(each: EvalSet, counts: list[int], n: int, allow_short: bool) -> l
     lines = []
     if empty:
         lines.append(f"warning: {where}: {_of(len(empty), total)} no word (empty or punctuation only: "
-                     f"{_named(each, empty)}), so they match nothing")
+                     f"{_named(each, empty)}); an item with no word matches nothing")
     if short:
         lines.append(f"warning: {where}: {_of(len(short), total)} fewer than {n} words (the shortest "
                      f"{min(counts[k] for k in short)}; {_named(each, short)}), each matched whole as one n-gram"
