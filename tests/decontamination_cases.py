@@ -20,14 +20,15 @@ def oracle_words(text: str) -> list[tuple[str, int, int]]:
 
 
 def oracle(documents: list[str], items: list[str], n: int) -> list[dict]:
-    """Per document, {(start, end): first item} for every window that equals an n-gram of an item (an item of fewer
-    than n words: all of it), from word tuples: every window of every document against every window of every item."""
-    grams: dict[tuple, int] = {}
+    """Per document, {(start, end): the items that hold it} for every window that equals an n-gram of an item (an
+    item of fewer than n words: all of it), from word tuples: every window of every document against every window of
+    every item."""
+    grams: dict[tuple, set[int]] = {}
     for number, item in enumerate(items):
         words = [word for word, _, _ in oracle_words(item)]
         length = min(n, len(words))
         for i in range(len(words) - length + 1 if length else 0):
-            grams.setdefault(tuple(words[i:i + length]), number)
+            grams.setdefault(tuple(words[i:i + length]), set()).add(number)
     lengths = {len(gram) for gram in grams}
     found = []
     for document in documents:
@@ -36,9 +37,9 @@ def oracle(documents: list[str], items: list[str], n: int) -> list[dict]:
         hits = {}
         for length in lengths:
             for i in range(len(plain) - length + 1):
-                item = grams.get(tuple(plain[i:i + length]))
-                if item is not None:
-                    hits[words[i][1], words[i + length - 1][2]] = item
+                holding = grams.get(tuple(plain[i:i + length]))
+                if holding is not None:
+                    hits[words[i][1], words[i + length - 1][2]] = holding
         found.append(hits)
     return found
 

@@ -85,4 +85,5 @@ def test_decontamination_on_ray_writes_what_the_local_engine_writes(ray_cluster,
                        engine="ray", parts=7, progress=False)
         assert _outputs(tmp_path / f"ray-{mode}") == _outputs(tmp_path / f"local-{mode}")
         assert on_ray["decontaminate"] == local["decontaminate"]
-        assert local["decontaminate"]["benchmarks"]["humaneval"]["documents"] == {"HumanEval/11": 1, "HumanEval/40": 1}
+        assert local["decontaminate"]["benchmarks"]["humaneval"]["documents"] == {  # 43 shares a 13-gram with 40
+            "HumanEval/11": 1, "HumanEval/40": 1, "HumanEval/43": 1}

@@ -27,10 +27,14 @@ from helpers.decontamination.words import gpt3_words
 
 
 def assert_exact(index: TextIndex, documents: list[str], items: list[str]) -> int:
-    """The index finds exactly the oracle's windows, each credited to the first item that holds it; how many."""
+    """The index finds exactly the oracle's windows, each credited to every item that holds it; how many."""
     expected = oracle(documents, items, index.n)
     for document, hits in zip(documents, expected):
-        assert {(match.start, match.end): match.item for match in index.matches(document)} == hits, document[:200]
+        found: dict[tuple[int, int], set[int]] = {}
+        for match in index.matches(document):
+            assert match.item not in found.setdefault((match.start, match.end), set()), "an item credited twice"
+            found[match.start, match.end].add(match.item)
+        assert found == hits, document[:200]
     return sum(map(len, expected))
 
 
@@ -60,13 +64,13 @@ def test_a_scan_with_too_little_room_runs_again_and_finds_the_same(humaneval, in
     assert sum(map(len, roomy)) > 100
 
 
-def test_short_items_count_whole_and_shared_n_grams_go_to_the_first_item():
+def test_short_items_count_whole_and_shared_n_grams_credit_every_item_that_holds_them():
     items = ["The answer is 42.", "one two three four five", "One, two, three: four five!", "", "!!! ..."]
     index = TextIndex(items, n=4)
     documents = ["we know the answer is 42 today", "ONE two three four", "a b c one two three four five six",
                  "the answer is", "nothing at all", "!!! ... answer is 42"]
     assert assert_exact(index, documents, items) == 4
-    assert {match.item for match in index.matches(documents[2])} == {1}  # items 1 and 2 share their 4-grams
+    assert [match.item for match in index.matches(documents[2])] == [1, 2, 1, 2]  # 1 and 2 share their 4-grams
     assert index.matches("") == [] and TextIndex([], 13).matches("anything") == []
 
 

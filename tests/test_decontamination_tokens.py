@@ -65,7 +65,7 @@ def test_token_matches_are_exactly_the_oracle_s_and_stop_at_document_ends(humane
     # against the text oracle, per document and planted item
     by_tokens = {(d, item) for d, _, item in found}
     by_text = {(d, item) for d, hits in enumerate(oracle(documents, list(humaneval.texts), 13))
-               for item in hits.values()}
+               for holding in hits.values() for item in holding}
     for name, item in (("verbatim in the middle", 1), ("at the start", 4), ("at the end", 5),
                        ("first half of a split item", 7), ("second half of a split item", 7)):
         assert (case[name], item) in by_tokens and (case[name], item) in by_text, name
@@ -116,3 +116,19 @@ def test_check_fails_data_holding_eval_n_grams_and_lists_them(leaked, humaneval,
     clean_prefix = preprocess(clean_docs, tmp_path / "clean", "llama3", append_eod=True, workers=1,
                               progress=False).outputs["text"]
     assert check_dataset(clean_prefix, evals=[humaneval]).ok
+
+
+def test_check_says_when_its_list_is_cut_and_refuses_ngram_without_decontaminate(leaked, humaneval, monkeypatch):
+    from helpers.check import contamination
+
+    prefix, _, _ = leaked
+    whole = check_dataset(prefix, evals=[humaneval], ngram=13).overlaps
+    assert len(whole) > 4 and not whole[-1].startswith("...")
+    monkeypatch.setattr(contamination, "LISTED", 3)
+    cut = check_dataset(prefix, evals=[humaneval], ngram=13).overlaps
+    assert cut[:3] == whole[:3] and cut[3] == f"... the first 3 of {len(whole):,} (sequence, item) pairs listed; " \
+                                              f"{len(whole) - 3:,} more not shown" and len(cut) == 4
+    for command in (["helpers.check", prefix], ["helpers.audit", prefix + ".bin", "--vocab-size", "128256"]):
+        done = subprocess.run([sys.executable, "-m", *command, "--ngram", "13"], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.strip() == (
+            "error: --ngram 13: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave --ngram out")

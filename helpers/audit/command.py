@@ -101,11 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
     add_eval_flags(parser, "a batch holding one of their n-grams is a finding (eval-overlap); needs --tokenizer")
     parser.add_argument("--tokenizer", default=None, help="zoo name or Hugging Face folder the ids come from")
-    parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (default {TOKEN_NGRAM})")
+    parser.add_argument("--ngram", type=int, default=None, help=f"tokens per n-gram (default {TOKEN_NGRAM})")
     args = parser.parse_args(argv)
-    refuse_without_evals(args, tokenizer=args.tokenizer)
+    refuse_without_evals(args, tokenizer=args.tokenizer, ngram=args.ngram)
     overlap = None
     if args.decontaminate is not None:
+        args.ngram = TOKEN_NGRAM if args.ngram is None else args.ngram
         if args.ngram < 1:
             raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
         tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None

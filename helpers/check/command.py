@@ -333,12 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-eod", action="store_true",
                         help="documents were written without --append-eod (default: the sidecar says)")
     add_eval_flags(parser, "a check that the data holds none of their token n-grams")
-    parser.add_argument("--ngram", type=int, default=TOKEN_NGRAM, help=f"tokens per n-gram (--decontaminate; default "
-                                                                        f"{TOKEN_NGRAM})")
+    parser.add_argument("--ngram", type=int, default=None, help=f"tokens per n-gram (--decontaminate; default "
+                                                                 f"{TOKEN_NGRAM})")
     args = parser.parse_args(argv)
+    refuse_without_evals(args, ngram=args.ngram)
+    args.ngram = TOKEN_NGRAM if args.ngram is None else args.ngram
     if args.ngram < 1:
         raise UserError(f"--ngram {args.ngram}: an n-gram has at least one token; fix: e.g. --ngram {TOKEN_NGRAM}")
-    refuse_without_evals(args)
     evals = None
     if args.decontaminate is not None:
         evals = load_evals(args.decontaminate, eval_keys(args.eval_keys) or None)

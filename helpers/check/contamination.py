@@ -13,7 +13,8 @@ LISTED = 20  # matches listed under the checks, at most
 
 
 def eval_overlap(ds, tokens: np.ndarray, tokenizer, *, evals: list[EvalSet], ngram: int, report) -> list[str]:
-    """Add the check to `report`; the lines that list where the first matches are (sequence, tokens, item)."""
+    """Add the check to `report`; the lines that list where the first matches are (sequence, tokens, item), the last
+    saying how many more there are when the list is cut."""
     from ..decontamination.token_index import TokenIndex  # numba, loaded only when asked for
 
     names, texts = flat_items(evals)
@@ -31,6 +32,9 @@ def eval_overlap(ds, tokens: np.ndarray, tokenizer, *, evals: list[EvalSet], ngr
             text = tokenizer.decode(tokens[match.start:match.end].tolist())
             listed.append(f"sequence {sequence:,}, tokens {offset:,}-{offset + match.end - match.start:,}: "
                           f"{names[match.item]} {text!r}")
+    if len(seen) > LISTED:
+        listed.append(f"... the first {LISTED} of {len(seen):,} (sequence, item) pairs listed; "
+                      f"{len(seen) - LISTED:,} more not shown")
     benchmarks = ", ".join(each.name for each in evals)
     sequences, items = len({sequence for sequence, _ in seen}), len({item for _, item in seen})
     report.add(f"no {benchmarks} n-gram", not matches,

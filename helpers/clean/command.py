@@ -104,13 +104,14 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           filters: list[str] | str | None = None, filter_options: list[str] | dict | None = None,
           languages: list[str] | str | None = None, language_threshold: float = 0.65,
           decontaminate: list[str] | None = None, eval_keys: list[str] | str | None = None,
-          decontaminate_ngram: int = 13, decontaminate_mode: str = "drop") -> dict:
+          decontaminate_ngram: int = 13, decontaminate_mode: str = "drop", allow_short_ngrams: bool = False) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
     (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
     `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.plan.filter_settings`).
     `languages` (codes, or "any"), `language_threshold`: language ID (`helpers.clean.language`); None: none.
     `decontaminate` (evaluation files, or `humaneval`), `eval_keys` (their fields to protect), `decontaminate_ngram`,
-    `decontaminate_mode` ("drop" or "gpt3"): decontamination (`helpers.clean.decontaminate`); None: none.
+    `decontaminate_mode` ("drop" or "gpt3"), `allow_short_ngrams` (match patterns under 8 words rather than refuse
+    them): decontamination (`helpers.clean.decontaminate`); None: none.
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
     formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
@@ -129,6 +130,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              language_threshold=language_threshold,
                              decontaminate=tuple(map(str, decontaminate or ())), eval_keys=eval_keys,
                              decontaminate_ngram=decontaminate_ngram, decontaminate_mode=decontaminate_mode,
+                             allow_short_ngrams=allow_short_ngrams,
                              line_min_count=line_min_count, line_min_chars=line_min_chars, ngram=ngram,
                              num_perm=num_perm, bands=bands, rows=rows, text_key=text_key,
                              skip_bad_records=skip_bad_records,
@@ -419,6 +421,7 @@ class _Run:
                       "decontaminate": list(settings.decontaminate), "eval_keys": list(settings.eval_keys),
                       "decontaminate_ngram": settings.decontaminate_ngram,
                       "decontaminate_mode": settings.decontaminate_mode,
+                      "allow_short_ngrams": settings.allow_short_ngrams,
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
                                        file_bytes=file_bytes, steps=steps, counted=self.counted,
@@ -499,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="--decontaminate: drop a document that holds an n-gram (default), or cut the spans as "
                              "GPT-3 did")
+    parser.add_argument("--allow-short-ngrams", action="store_true",
+                        help="--decontaminate: match n-grams, or items matched whole, of fewer than 8 words (they "
+                             "match ordinary text) rather than refuse them")
     parser.add_argument("--exact", action="store_true", help="drop exact duplicates (xxh3-128 of the text)")
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
@@ -528,10 +534,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     ngram, decontaminate_ngram = _ngrams(args)
-    refuse_without_evals(args, mode=args.mode)
+    refuse_without_evals(args, mode=args.mode, allow_short_ngrams=args.allow_short_ngrams or None)
     report = clean(args.input, args.output_dir, normalize=args.normalize, exact=args.exact, lines=args.lines,
                    decontaminate=args.decontaminate, eval_keys=args.eval_keys,
                    decontaminate_ngram=decontaminate_ngram, decontaminate_mode=args.mode or "drop",
+                   allow_short_ngrams=args.allow_short_ngrams,
                    filters=args.filters, filter_options=args.filter_option, languages=args.languages,
                    language_threshold=args.language_threshold,
                    fuzzy=args.fuzzy, pii=args.pii, threshold=args.threshold, line_min_count=args.line_min_count,

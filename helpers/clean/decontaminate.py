@@ -6,16 +6,20 @@
   kept, joined by a newline; a document cut into more than ten pieces, or left with none, goes
   (`helpers.decontamination.spans`).
 
-The report counts, per benchmark and item, the documents that held one of its n-grams."""
+Items shorter than the n-gram, items with no word and n-grams short enough to match ordinary text are counted, and
+refused or warned of before anything is scanned (`helpers.decontamination.item_lengths`). The report counts, per
+benchmark and item, the documents that held one of its n-grams (a shared n-gram credits every item that has it), and
+per input the regions cut from the documents kept."""
 
 from __future__ import annotations
 
 import json
 
-from ..common.errors import UserError
+from ..common.errors import UserError, say_on_stderr
 from ..decontamination.evals import EvalSet, flat_items
+from ..decontamination.item_lengths import check_item_lengths
 from ..decontamination.lengths import TEXT_NGRAM
-from ..decontamination.spans import MOST_PIECES, pieces
+from ..decontamination.spans import MOST_PIECES, cuts, pieces
 from ..decontamination.text_index import TextIndex
 from .step import DocumentStep, Filter
 
@@ -27,14 +31,20 @@ class _Decontamination:
     """What both modes share: the index of `evals` (`EvalSet`s), `ngram` words an n-gram, the notes and the report."""
 
     name = "decontaminate"
-    counted = ("documents_matched", "spans_removed")
+    counted = ("documents_matched", "spans_removed")  # per input: documents holding an n-gram, regions cut (gpt3)
     mode = ""
 
-    def __init__(self, evals: list[EvalSet], ngram: int = TEXT_NGRAM):
+    def __init__(self, evals: list[EvalSet], ngram: int = TEXT_NGRAM, allow_short: bool = False):
         self.ngram = ngram
         self.names, texts = flat_items(evals)
         self.index = TextIndex(texts, ngram)
+        words = [len(each) for each in self.index.words]
+        for line in check_item_lengths(evals, words, ngram, allow_short):
+            say_on_stderr(line)
         self.benchmarks = [(each.name, each.names) for each in evals]
+        self.lengths = {}  # per benchmark, its items' words
+        for name, names in self.benchmarks:
+            self.lengths[name], words = words[:len(names)], words[len(names):]
 
     def found(self, text: str, notes: dict):
         """Every match in `text` (all, so that the report credits every item a document holds), noted; with the
@@ -56,7 +66,11 @@ class _Decontamination:
         benchmarks = {}
         for benchmark, names in self.benchmarks:
             mine = {name: found[f"{benchmark} {name}"] for name in names if f"{benchmark} {name}" in found}
-            benchmarks[benchmark] = {"items": len(names), "items_found": len(mine), "documents": mine}
+            lengths = self.lengths[benchmark]
+            benchmarks[benchmark] = {"items": len(names), "items_found": len(mine),
+                                     "items_without_words": sum(count == 0 for count in lengths),
+                                     "items_shorter_than_ngram": sum(0 < count < self.ngram for count in lengths),
+                                     "documents": mine}
         return {"mode": self.mode, "ngram": self.ngram, "patterns": self.index.patterns, "benchmarks": benchmarks}
 
 
@@ -79,20 +93,23 @@ class CutContaminated(_Decontamination, DocumentStep):
         matches, reason = self.found(text, notes)
         if reason is None:
             return text, None
-        kept = pieces(text, [(match.start, match.end) for match in matches])
-        notes["spans_removed"] = notes.get("spans_removed", 0) + len(matches)
+        spans = [(match.start, match.end) for match in matches]
+        kept = pieces(text, spans)
         if not kept:
             return "", f"{reason} (no piece of 200 characters left)"
         if len(kept) > MOST_PIECES:
             return text, f"{reason} (cut into {len(kept)} pieces, more than {MOST_PIECES})"
+        notes["spans_removed"] = notes.get("spans_removed", 0) + len(cuts(spans, len(text)))
         return "\n".join(kept), None
 
 
-def decontamination_step(evals: list[EvalSet], ngram: int = TEXT_NGRAM, mode: str = "drop") -> _Decontamination:
-    """The step for `mode` ("drop" or "gpt3")."""
+def decontamination_step(evals: list[EvalSet], ngram: int = TEXT_NGRAM, mode: str = "drop",
+                         allow_short: bool = False) -> _Decontamination:
+    """The step for `mode` ("drop" or "gpt3"); `allow_short`: match patterns under 8 words (they match ordinary
+    text) rather than refuse them."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-    return (DropContaminated if mode == "drop" else CutContaminated)(evals, ngram)
+    return (DropContaminated if mode == "drop" else CutContaminated)(evals, ngram, allow_short)
 
 
 def check_decontamination(evals: list | None, ngram: int, mode: str) -> None:

@@ -33,6 +33,7 @@ class CleanSettings:
     eval_keys: tuple[str, ...] = ()  # their fields to protect; empty: each set's own, or `text`
     decontaminate_ngram: int = 13
     decontaminate_mode: str = "drop"
+    allow_short_ngrams: bool = False  # match patterns under 8 words rather than refuse them
     threshold: float = 0.8
     line_min_count: int = 10
     line_min_chars: int = 30

@@ -31,7 +31,8 @@ def steps_of(settings) -> list:
     steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
     if settings.decontaminate:
         steps.append(decontamination_step(load_evals(list(settings.decontaminate), settings.eval_keys or None),
-                                          ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode))
+                                          ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode,
+                                          allow_short=settings.allow_short_ngrams))
     if settings.exact:
         steps.append(ExactDedup())
     if settings.lines:

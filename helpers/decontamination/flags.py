@@ -29,5 +29,6 @@ def refuse_without_evals(args, **flags) -> None:
     for name, value in {"eval_keys": args.eval_keys, **flags}.items():
         if value is not None and args.decontaminate is None:
             flag = "--" + name.replace("_", "-")
-            raise UserError(f"{flag} {value}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
+            given = flag if value is True else f"{flag} {value}"
+            raise UserError(f"{given}: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
                             f"{flag} out")

@@ -243,8 +243,9 @@ class TextIndex:
             room = found
 
     def matches(self, text: str, first: bool = False) -> list[Match]:
-        """Every window of `text` that is one of the items' n-grams, verified word for word, in order of its start
-        (each credited to the first item, in index order, that holds it); with `first`, only the first met."""
+        """Every window of `text` that is one of the items' n-grams, verified word for word, in order of its start:
+        one match for each item that holds it, in index order (so a shared n-gram credits every item that has it);
+        with `first`, only the first met."""
         if not self.patterns:
             return []
         data = text.encode("utf-8", "surrogatepass")
@@ -276,14 +277,15 @@ class TextIndex:
         order = np.lexsort((ends[lasts], starts[np.maximum(firsts, 0)]))
         found = []
         for entry, last in zip(entries[order].tolist(), lasts[order].tolist()):
+            credited = set()
             for item, position, length in self.table.entries(entry):
-                if last + 1 - length < 0:
+                if last + 1 - length < 0 or item in credited:
                     continue
                 start, end = int(starts[last + 1 - length]), int(ends[last])
                 if self.words[item][position:position + length] == gpt3_words(
                         data[start:end].decode("utf-8", "surrogatepass")):
                     found.append(Match(item, characters(start), characters(end)))
-                    break
+                    credited.add(item)
             if first and found:
                 return found
         return found

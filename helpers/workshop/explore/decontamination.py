@@ -62,7 +62,7 @@ def bloom_false_positives(index: TextIndex, texts: list[str], bits_per_ngram: li
     per_text = [_window_keys_of(text, n) for text in texts]
     windows = np.concatenate(per_text)
     owner = np.repeat(np.arange(len(texts)), [keys.size for keys in per_text])
-    exact = [len(index.matches(text)) for text in texts]
+    exact = [len({(match.start, match.end) for match in index.matches(text)}) for text in texts]  # windows
     rows = []
     for per in bits_per_ngram:
         bits = 1 << int(np.ceil(np.log2(max(per * patterns.size, 2))))
