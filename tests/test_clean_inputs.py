@@ -159,3 +159,14 @@ def test_a_report_json_of_no_cleaning_run_is_refused_before_anything_is_written(
     with pytest.raises(UserError, match=r"report\.json: not the report of a cleaning run.*fix:"):
         clean([corpus_dir / "docs.jsonl"], out, exact=True, progress=False)
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+
+
+def test_an_id_holding_a_lone_surrogate_is_listed_escaped(tmp_path, docs):
+    """Only the text is checked for lone surrogates: an id may hold one, and removed.jsonl still names it."""
+    text = json.dumps(docs[0]["text"])
+    source = _jsonl(tmp_path / "ids.jsonl", ['{"id": "first", "text": ' + text + "}",
+                                             '{"id": "copy\\ud800", "text": ' + text + "}",
+                                             '{"id": "bad\\udfff", "text": null}'])
+    clean([source], tmp_path / "out", exact=True, skip_bad_records=True, progress=False)
+    removed = [json.loads(line) for line in (tmp_path / "out" / "removed.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["step"]) for r in removed] == [("copy\ud800", "exact"), ("bad\udfff", "bad record")]

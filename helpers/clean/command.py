@@ -6,11 +6,12 @@
 
 Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders and quoted globs of either, and datasets saved
 by Hugging Face `save_to_disk`; a folder or a glob stands for its files, each an input of its own (a folder's
-every JSONL, Parquet or Arrow file; anything else it holds is refused: `helpers.corpus.folders`). The text is the field, or column, `--json-key`. Writes, per input file, `OUT/<its name>`: the kept
-records in their original order, every field as it was except the text when a step changed it; JSONL as
-plain JSONL (`.gz` or `.zst` dropped from the name), Parquet as Parquet with the input's schema and one row
-group per input row group that keeps a row; a saved dataset as one, in `OUT/<its folder's name>/` (its
-Arrow files, a `state.json` listing them, its `dataset_info.json`), which `datasets.load_from_disk` opens.
+every JSONL, Parquet or Arrow file; anything else it holds is refused: `helpers.corpus.folders`). The text is
+the field, or column, `--json-key`. Writes, per input file, `OUT/<its name>`: the kept records in their
+original order, every field as it was except the text when a step changed it; JSONL as plain JSONL (`.gz` or
+`.zst` dropped from the name), Parquet as Parquet with the input's schema and one row group per input row group
+that keeps a row; a saved dataset as one, in `OUT/<its folder's name>/` (its Arrow files, a `state.json`
+listing them, its `dataset_info.json`), which `datasets.load_from_disk` opens.
 Also `OUT/removed.jsonl` (every record that did not make it, with the step that removed it and the record
 it duplicates, named by line, or by row and row group, record batch for Arrow) and `OUT/report.json` (per
 input and step, documents and bytes in, removed and out; a columnar input's bytes are those of its

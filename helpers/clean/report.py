@@ -121,7 +121,18 @@ def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]
                      "reason": reason, **places.in_line(input_index, place)}
             entries.append(((input_index, line, place), entry))
     entries.sort(key=lambda item: item[0])
-    return [json.dumps(entry, ensure_ascii=False) + "\n" for _, entry in entries]
+    return [_line(entry) for _, entry in entries]
+
+
+def _line(entry: dict) -> str:
+    """An entry as one JSON line, non-ASCII as written; escaped where an id holds a lone surrogate, which UTF-8
+    cannot write (only the text field is checked for them)."""
+    line = json.dumps(entry, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(entry)
+    return line + "\n"
 
 
 @dataclass(frozen=True)
