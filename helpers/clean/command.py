@@ -511,8 +511,9 @@ class _Run:
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, nargs="+", type=Path,
-                        help="JSONL files (.gz, .zst allowed), Parquet files, folders of Parquet files, quoted globs of "
-                             "either (each file an input), saved Hugging Face datasets")
+                        help="JSONL files (.gz, .zst allowed), Parquet files, folders and quoted globs of either (each "
+                             "file an input; a file in a folder that no reader takes is refused), saved Hugging Face "
+                             "datasets")
     parser.add_argument("--output-dir", required=True, type=Path,
                         help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
                              "report.json")
