@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from near_duplicates import peak_tree_rss  # noqa: E402
 
-from helpers.clean.pii import EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
+from helpers.clean.pii import DATATROVE_KINDS, EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 
 DOMAINS = ("literature", "docs", "code")
@@ -45,7 +45,7 @@ PEER = {"gopher-quality": "GopherQualityFilter()", "gopher-repetition": "GopherR
         "c4-quality": "C4QualityFilter()", "fineweb-quality": "FineWebQualityFilter()"}
 STAGE = ",".join(PEER)
 STAGES = [(name, ["--filters", name], PEER[name]) for name in PEER] + [
-    (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii", "email,ip"], "PIIFormatter()")]
+    (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii", ",".join(DATATROVE_KINDS)], "PIIFormatter()")]
 
 DATATROVE = textwrap.dedent('''
     import sys

@@ -79,7 +79,9 @@ def pii_kinds(chosen: bool | str | list[str] | tuple[str, ...] | None) -> tuple[
         if name not in KINDS:
             raise UserError(f"--pii {','.join(names)}: no kind '{name}'; fix: name some of {','.join(KINDS)} (email,ip "
                             "is what datatrove's PIIFormatter masks), or pass --pii alone for all three")
-    if not names or len(set(names)) < len(names):
+    if not names:
+        raise UserError(f"--pii {chosen!r}: names no kind; fix: name some of {','.join(KINDS)}, e.g. --pii email,ip")
+    if len(set(names)) < len(names):
         raise UserError(f"--pii {','.join(names)}: name each kind once; fix: e.g. --pii email,ip")
     return tuple(kind for kind in KINDS if kind in names)
 
