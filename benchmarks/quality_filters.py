@@ -14,10 +14,9 @@ Each tool runs as its own process tree on the same three JSONL files: ours as `p
 as a `LocalPipelineExecutor` of its `JsonlReader`, the filter(s) and its `JsonlWriter`, with as many tasks as
 workers. The table gives documents/s, the ratio, the peak memory of each whole tree (every process it starts,
 polled every 50 ms, their RSS added up: `benchmarks/near_duplicates.py`), and whether the two kept the same
-documents with the same text (C4's filter cuts lines from the documents it keeps). For `--pii`: the same spans
-replaced (datatrove takes its stand-ins in turn over all of a task's documents, ours start again with each
-document, so each stand-in is read as its kind; ours also replaces phone numbers, which datatrove leaves, so its
-texts are compared with those masked too).
+documents with the same text (C4's filter cuts lines from the documents it keeps). For `--pii`, as `--pii
+email,ip` (the kinds datatrove's `PIIFormatter()` masks): the same spans replaced (datatrove takes its stand-ins in
+turn over all of a task's documents, ours start again with each document, so each stand-in is read as its kind).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from near_duplicates import peak_tree_rss  # noqa: E402
 
-from helpers.clean.pii import EMAIL_STAND_INS, IP_STAND_INS, PiiMask  # noqa: E402
+from helpers.clean.pii import DATATROVE_KINDS, EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 
 DOMAINS = ("literature", "docs", "code")
@@ -46,7 +45,7 @@ PEER = {"gopher-quality": "GopherQualityFilter()", "gopher-repetition": "GopherR
         "c4-quality": "C4QualityFilter()", "fineweb-quality": "FineWebQualityFilter()"}
 STAGE = ",".join(PEER)
 STAGES = [(name, ["--filters", name], PEER[name]) for name in PEER] + [
-    (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii"], "PIIFormatter()")]
+    (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii", ",".join(DATATROVE_KINDS)], "PIIFormatter()")]
 
 DATATROVE = textwrap.dedent('''
     import sys
@@ -109,7 +108,6 @@ def main() -> None:
         print(f"{documents:,} documents ({megabytes:.1f} MB) of the workshop corpus, {args.workers} workers each")
         print(f"{'filters':<70} {'ours docs/s':>11} {'datatrove':>10} {'ratio':>6} {'ours MB':>8} "
               f"{'peer MB':>8}  same decisions")
-        phones = PiiMask(emails=False, ips=False)
         for label, flags, peer_steps in [stage for stage in STAGES if args.only in (None, stage[0])]:
             ours_out, peer_out = work / "ours", work / "peer"
             shutil.rmtree(ours_out, ignore_errors=True), shutil.rmtree(peer_out, ignore_errors=True)
@@ -121,9 +119,9 @@ def main() -> None:
             peer_s, peer_mb, _ = peak_tree_rss([sys.executable, str(script), str(source), str(peer_out),
                                                 str(work / "logs"), str(args.workers)], env)
             ours_kept, theirs = kept(ours_out), kept(peer_out)
-            if flags == ["--pii"]:
+            if label == "--pii":
                 ours_kept = {key: kinds(text) for key, text in ours_kept.items()}
-                theirs = {key: kinds(phones.format(text, {})) for key, text in theirs.items()}
+                theirs = {key: kinds(text) for key, text in theirs.items()}
             same = ours_kept == theirs
             print(f"{label:<70} {documents / ours_s:>11,.0f} {documents / peer_s:>10,.0f} "
                   f"{peer_s / ours_s:>5.1f}x {ours_mb:>8,.0f} {peer_mb:>8,.0f}  {same}", flush=True)

@@ -162,6 +162,13 @@ def saved_splits(folder: Path) -> Path:
     return folder / "saved"
 
 
+def notes_beside_records(folder: Path) -> Path:
+    """`folder` holding a JSONL file and a text file that no reader takes."""
+    jsonl(folder, GOOD)
+    jsonl(folder, "notes for later", "notes.txt")
+    return folder
+
+
 CLEAN = [
     Case("missing file", "clean", lambda f: ["--input", str(f / "nowhere.jsonl"), "--output-dir",
                                              str(f.parent / "out" / "c"), "--exact"], 2,
@@ -199,6 +206,13 @@ CLEAN = [
     Case("output folder is a file", "clean",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-dir", str(jsonl(f, "", "a_file")), "--exact"], 2,
          ("a_file", "fix:")),
+    Case("folder holding a file no reader takes", "clean", lambda f: [
+        "--input", str(notes_beside_records(f)), "--output-dir", str(f.parent / "out" / "c"), "--exact"], 2,
+         ("notes.txt", "no reader takes", "fix:")),
+    Case("--pii of a kind it does not mask", "clean", clean_args(GOOD, "--pii", "fax"), 2,
+         ("--pii fax", "email,ip", "fix:")),
+    Case("bad record without --skip-bad-records", "clean", clean_args(GOOD + "[1]\n", "--exact"), 2,
+         ("input.jsonl:2", "not an object", "--skip-bad-records")),
 ]
 
 CORPUS = [

@@ -131,12 +131,13 @@ def test_the_ray_engine_writes_what_the_local_engine_writes(ray_cluster, inputs,
 
 
 def _shards(folder: Path) -> list[Path]:
-    """The records in two Parquet files of a folder, and a JSONL file beside them that a folder never reads."""
+    """The records in two Parquet files of a folder, and Spark's marker files beside them, which are no data."""
     folder.mkdir()
     table = _table(_records())
     pq.write_table(table.slice(0, 8), folder / "part-0.parquet", row_group_size=3)
     pq.write_table(table.slice(8), folder / "part-1.parquet", row_group_size=3)
-    (folder / "notes.jsonl").write_text('{"text": "not read"}\n')
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_bytes(b"\0" * 8)
     return [folder / "part-0.parquet", folder / "part-1.parquet"]
 
 
@@ -170,7 +171,7 @@ def test_a_null_text_stops_the_run_or_is_listed_when_skipped(tmp_path):
     assert list((tmp_path / "out").iterdir()) == []
     report = clean([source], tmp_path / "skip", skip_bad_records=True, **STEPS)
     bad = [r for r in _removed(tmp_path / "skip") if r["step"] == "bad record"]
-    assert bad == [{"file": "in.parquet", "row": 5, "row_group": 1, "id": None, "step": "bad record",
+    assert bad == [{"file": "in.parquet", "row": 5, "row_group": 1, "id": "r5", "step": "bad record",
                     "kind": "null value", "reason": bad[0]["reason"]}]
     assert report["inputs"][0]["steps"][0]["removed"] == 1
     assert "r5" not in pq.read_table(tmp_path / "skip" / "in.parquet").column("id").to_pylist()
@@ -235,7 +236,7 @@ def test_a_dataset_dict_and_a_folder_without_parquet_are_refused_in_one_line(tmp
     with pytest.raises(UserError, match=r"splits: a saved DatasetDict.*fix: name one split's folder"):
         clean([splits], tmp_path / "out", exact=True, progress=False)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UserError, match="empty: a folder with no .parquet file in it; fix:"):
+    with pytest.raises(UserError, match="empty: a folder with no .parquet file in it, nor a JSONL one; fix:"):
         clean([tmp_path / "empty"], tmp_path / "out", exact=True, progress=False)
     assert not (tmp_path / "out").exists()
 
@@ -246,5 +247,5 @@ def test_cli_reads_parquet_and_says_what_it_kept(inputs, tmp_path):
                              "--output-dir", str(tmp_path / "out"), "--exact", "--workers", "2", "--no-progress"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert "docs.parquet: 14 records -> 13 kept (read -0, exact -1)" in result.stdout
+    assert "docs.parquet: 14 records -> 13 kept (exact -1)" in result.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["docs.parquet", "removed.jsonl", "report.json"]

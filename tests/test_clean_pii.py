@@ -118,3 +118,62 @@ def test_the_command_line_masks_and_reports(corpus_dir, tmp_path):
     assert "pii -0" in done.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["settings"]["steps"] == ["pii"] and report["inputs"][0]["steps"][-1]["counts"]["emails"] > 0
+
+
+@pytest.fixture
+def real_documents(corpus_dir, tmp_path) -> Path:
+    """The machine's licences, logs and JSON files and the corpus's code, as one JSONL file: e-mail and IP
+    addresses, and phone numbers (one planted in a licence, and whatever the machine's licences hold)."""
+    from helpers.corpus import machine_text
+
+    texts = [text for kind in ("licences", "logs", "json") for text in machine_text.texts(kind, 400_000)]
+    texts += [json.loads(line)["text"] for line in open(corpus_dir / "code.jsonl", encoding="utf-8")]
+    texts.append(texts[0].replace("\n\n", "\n\nQuestions: call +1 (415) 555-2671 or write to the authors.\n\n", 1))
+    path = tmp_path / "real.jsonl"
+    path.write_text("".join(json.dumps({"id": str(i), "text": text}) + "\n" for i, text in enumerate(texts)))
+    return path
+
+
+def _masked_texts(source: Path, out: Path, *pii: str) -> tuple[list[str], dict]:
+    done = subprocess.run([sys.executable, "-m", "helpers.clean", "--input", str(source), "--output-dir", str(out),
+                           "--pii", *pii, "--no-progress", "--workers", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    texts = [json.loads(line)["text"] for line in open(out / source.name, encoding="utf-8")]
+    return texts, json.loads((out / "report.json").read_text())["inputs"][0]["steps"][-1]["counts"]
+
+
+def test_pii_names_the_kinds_it_masks_and_email_ip_leaves_phones(real_documents, tmp_path):
+    every, every_counts = _masked_texts(real_documents, tmp_path / "every")
+    chosen, chosen_counts = _masked_texts(real_documents, tmp_path / "email-ip", "email,ip")
+    originals = [json.loads(line)["text"] for line in open(real_documents, encoding="utf-8")]
+    assert every_counts["phones"] >= 1 and set(chosen_counts) == {"emails", "ips"}
+    assert chosen_counts == {kind: every_counts[kind] for kind in ("emails", "ips")}
+    for original, all_kinds, two_kinds in zip(originals, every, chosen):
+        phones: dict = {}
+        PiiMask(emails=False, ips=False).format(two_kinds, phones)
+        assert (all_kinds != two_kinds) == bool(phones)  # only where a phone number stood
+        assert two_kinds == PiiMask(phones=False).format(original, {})
+
+
+def test_pii_email_ip_gives_datatrove_s_pii_formatter_text(real_documents, tmp_path):
+    pytest.importorskip("datatrove", reason="datatrove is not installed (pip install -e '.[dedup-peer]')")
+    from datatrove.pipeline.formatters import PIIFormatter
+
+    chosen, _ = _masked_texts(real_documents, tmp_path / "email-ip", "email,ip")
+    originals = [json.loads(line)["text"] for line in open(real_documents, encoding="utf-8")]
+    changed = 0
+    for original, ours in zip(originals, chosen):  # one formatter per document: its stand-ins start again
+        assert ours == PIIFormatter().format(original)
+        changed += ours != original
+    assert changed > 20
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--pii", "email,fax"], "--pii email,fax: no kind 'fax'"),
+    (["--pii", "email,email"], "name each kind once"),
+    (["--pii", "--filter-option", "pii.phones=false"], "PII masking is not a filter; fix: name what it masks with "
+                                                       "--pii"),
+    (["--filters", "pii"], "PII masking is not a filter"),
+])
+def test_a_pii_choice_that_cannot_be_is_refused_in_one_line(refused_by_clean, arguments, message):
+    refused_by_clean(arguments, message)

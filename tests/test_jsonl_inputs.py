@@ -1,5 +1,5 @@
-"""JSONL as users keep it: Zstandard-compressed (one frame or several), and a glob of files read one after
-the other (plain, .gz and .zst mixed). Each gives the bytes of the same records in one plain file, whatever
+"""JSONL as users keep it: Zstandard-compressed (one frame or several), and a glob or a folder of files read one
+after the other (plain, .gz and .zst mixed). Each gives the bytes of the same records in one plain file, whatever
 the parts and the engine; a bad record is named by its own file and line."""
 
 from __future__ import annotations
@@ -65,6 +65,12 @@ def test_a_glob_of_jsonl_gives_the_bytes_of_one_file(inputs, tmp_path, parts):
     made = run(folder / "glob" / "part-*", tmp_path / "out", workers=max(2, parts), partitions=parts)
     assert hashes(made.outputs["text"]) == hashes(plain.outputs["text"])
     assert made.documents == plain.documents
+
+
+def test_a_folder_of_jsonl_gives_the_bytes_of_one_file(inputs, tmp_path):
+    folder, plain = inputs
+    made = run(folder / "glob", tmp_path / "out", workers=2, partitions=2)
+    assert hashes(made.outputs["text"]) == hashes(plain.outputs["text"])
 
 
 def test_the_ray_engine_reads_a_glob_of_jsonl_the_same(ray_cluster, inputs, tmp_path):

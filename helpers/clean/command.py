@@ -4,13 +4,14 @@
         --output-dir data/clean --normalize --exact --lines --fuzzy [--engine ray]
     python -m helpers.clean --input data/raw/parquet/docs 'more/*.parquet' --output-dir data/clean --exact
 
-Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders of Parquet files and quoted globs of either,
-and datasets saved by Hugging Face `save_to_disk`; a folder or a glob stands for its files, each an input of
-its own. The text is the field, or column, `--json-key`. Writes, per input file, `OUT/<its name>`: the kept
-records in their original order, every field as it was except the text when a step changed it; JSONL as
-plain JSONL (`.gz` or `.zst` dropped from the name), Parquet as Parquet with the input's schema and one row
-group per input row group that keeps a row; a saved dataset as one, in `OUT/<its folder's name>/` (its
-Arrow files, a `state.json` listing them, its `dataset_info.json`), which `datasets.load_from_disk` opens.
+Reads JSONL files (`.gz` and `.zst` too), Parquet files, folders and quoted globs of either, and datasets saved
+by Hugging Face `save_to_disk`; a folder or a glob stands for its files, each an input of its own (a folder's
+every JSONL, Parquet or Arrow file; anything else it holds is refused: `helpers.corpus.folders`). The text is
+the field, or column, `--json-key`. Writes, per input file, `OUT/<its name>`: the kept records in their
+original order, every field as it was except the text when a step changed it; JSONL as plain JSONL (`.gz` or
+`.zst` dropped from the name), Parquet as Parquet with the input's schema and one row group per input row group
+that keeps a row; a saved dataset as one, in `OUT/<its folder's name>/` (its Arrow files, a `state.json`
+listing them, its `dataset_info.json`), which `datasets.load_from_disk` opens.
 Also `OUT/removed.jsonl` (every record that did not make it, with the step that removed it and the record
 it duplicates, named by line, or by row and row group, record batch for Arrow) and `OUT/report.json` (per
 input and step, documents and bytes in, removed and out; a columnar input's bytes are those of its
@@ -41,7 +42,8 @@ texts). Steps, always in this order:
   character n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact
   Jaccard;
 - `--pii`: in the records kept, e-mail and public IP addresses replaced as datatrove 0.10.1's `PIIFormatter`
-  replaces them, and phone numbers by a narrow rule (`helpers.clean.pii`); the report counts each kind per input.
+  replaces them, and phone numbers by a narrow rule (`helpers.clean.pii`); `--pii email,ip` (datatrove's set) or
+  any other choice of `email,ip,phone` masks those only; the report counts each kind per input.
 
 Each step is one class on one interface (`helpers.clean.step`): normalising and PII masking are formatters, the three
 removals are dedup steps (`helpers.clean.formatters`, `helpers.clean.dedup`, `helpers.clean.fuzzy`), in the
@@ -54,8 +56,10 @@ band keys to hidden files, read a band at a time within `--memory-limit`: `helpe
 stays bounded; the decisions are taken once, by this process, in input order; the last pass writes each range's
 kept records into a part file, and the parts are joined in order. So the output does not depend on the engine
 or on the number of parts. A bad record (for Parquet, a null text) stops the run with one line naming file and
-line, or row and row group (or, with `--skip-bad-records`, is skipped, and listed in `removed.jsonl`). Outputs
-move into place together when all are complete; a failed, interrupted or terminated run leaves none.
+line, or row and row group (or, with `--skip-bad-records`, is skipped, and listed in `removed.jsonl`, with its id
+where that is readable); so does an empty input file (skipped: the report and the summary name it). Outputs
+move into place together when all are complete; a failed, interrupted or terminated run leaves none; a run into
+a folder an earlier run wrote replaces that run's files (`helpers.clean.output_folder`).
 """
 
 from __future__ import annotations
@@ -69,11 +73,11 @@ import numpy as np
 
 from ..common.cli import CommandParser
 from ..common.errors import UserError
-from ..common.files import remove_stale_temporaries, temporary_name, write_text_atomically
+from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.progress import progress_bar
 from ..common.stop_signals import check_signals, signals_held
 from ..corpus.columnar import SAVED_STATE
-from ..corpus.inputs import open_input
+from ..corpus.inputs import input_files, open_input
 from ..corpus.ranges import is_compressed
 from ..decontamination.flags import add_eval_flags, refuse_without_evals
 from ..decontamination.flags import eval_keys as parse_eval_keys
@@ -84,18 +88,19 @@ from .filters import FILTERS, GopherRepetition, english_words
 from .language import LanguageId, check_languages
 from .lsh import check_bands, check_threshold
 from .ngrams import load_compiled
+from .output_folder import REMOVED, REPORT, clear, earlier_outputs, stale_outputs
 from .parquet import read_columns, saved_folder, saved_state
 from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
+from .pii import pii_kinds
 from .plan import filter_settings, steps_of
 from .report import Documents, removed_lines, step_table, summary_lines
 from .step import Decided, DocumentStep, Filter, Labeller, labelled_fields
 
-REPORT, REMOVED = "report.json", "removed.jsonl"
 FILTER_NAMES = {kind.name for kind in (*FILTERS.values(), LanguageId)}  # steps whose report counts removals by rule
 
 
 def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, lines: bool = False,
-          fuzzy: bool = False, pii: bool = False, threshold: float = 0.8, line_min_count: int = 10,
+          fuzzy: bool = False, pii: bool | str | list[str] = False, threshold: float = 0.8, line_min_count: int = 10,
           line_min_chars: int = 30, ngram: int = 5, num_perm: int = 128, bands: int | None = None,
           rows: int | None = None, workers: int = 1,
           parts: int | None = None, engine: str = "local",
@@ -112,6 +117,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
     `decontaminate` (evaluation files, or `humaneval`), `eval_keys` (their fields to protect), `decontaminate_ngram`,
     `decontaminate_mode` ("drop" or "gpt3"), `allow_short_ngrams` (match patterns under 8 words rather than refuse
     them): decontamination (`helpers.clean.decontaminate`); None: none.
+    `pii`: True for every kind `--pii` masks, or the kinds, e.g. "email,ip" (`helpers.clean.pii.pii_kinds`).
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
     formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
@@ -123,7 +129,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
         kept_languages = chosen or ("any",)
     eval_keys = parse_eval_keys(eval_keys)
     check_decontamination(decontaminate, decontaminate_ngram, decontaminate_mode)
-    settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii,
+    settings = CleanSettings(normalize=normalize, exact=exact, lines=lines, fuzzy=fuzzy, pii=pii_kinds(pii),
                              threshold=threshold,
                              filters=filters, filter_options=filter_options,
                              languages=kept_languages,
@@ -137,10 +143,11 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
                              memory_limit=parse_size(memory_limit) if isinstance(memory_limit, str) else memory_limit)
     parts = parts or workers
     steps = steps_of(settings) if steps is None else list(steps)
-    sources = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts, engine=engine,
-                             ray_address=ray_address, steps=steps)
+    sources, empty = _check_request(paths=paths, out=out, settings=settings, workers=workers, parts=parts,
+                                    engine=engine, ray_address=ray_address, steps=steps)
     paths = [source.path for source in sources]
     columns = [read_columns(source, text_key) if source.columnar else () for source in sources]  # refuses a bad one
+    earlier = earlier_outputs(out)
     out.mkdir(parents=True, exist_ok=True)
     outputs = [output_name(path) for path in paths]
     for name in [*outputs, *_saved_metadata(paths), REMOVED, REPORT]:
@@ -148,6 +155,7 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
         remove_stale_temporaries(out / name)
     run = _Run(settings=settings, tasks=_tasks(sources, columns, parts), sources=sources, outputs=outputs, out=out,
                progress=progress, steps=steps)
+    run.earlier, run.empty = earlier, [_shown_name(path) for path in empty]
     if any(getattr(step, "splits_words", False) for step in steps):
         english_words()  # spaCy loaded once here: forked workers start with it
     if any(isinstance(step, GopherRepetition) for step in steps):
@@ -157,10 +165,11 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
         with engine_for(engine, workers, ray_address) as runner:
             run.seconds["engine start"] = time.perf_counter() - started  # so that no pass's figure carries it
             report = run.execute(runner)
+        report.update(engine=engine, workers=workers, parts=len(run.tasks),
+                      seconds_total=time.perf_counter() - started)
+        run.commit(report)
     finally:  # once every worker has stopped: none can write a part after this
         run.remove_temporaries()
-    report.update(engine=engine, workers=workers, parts=len(run.tasks), seconds_total=time.perf_counter() - started)
-    write_text_atomically(out / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
 
 
@@ -174,9 +183,9 @@ def _tasks(sources: list, columns: list[tuple[str, ...]], parts: int) -> list[Ra
 
 
 def _check_request(paths: list[Path], out: Path, settings: CleanSettings, workers: int, parts: int,
-                   engine: str, ray_address: str | None, steps: list) -> list:
+                   engine: str, ray_address: str | None, steps: list) -> tuple[list, list[Path]]:
     """Refuse, before anything is written, what cannot give a sound run; the inputs, one per file the given ones
-    stand for (`helpers.corpus.inputs`)."""
+    stand for (`helpers.corpus.inputs`), and the empty files passed over (with `--skip-bad-records`)."""
     if not steps:
         raise UserError("no step asked for; fix: pass one or more of --normalize --languages --filters --decontaminate "
                         "--exact --lines --fuzzy --pii")
@@ -199,7 +208,14 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
                         "permutations; fix: e.g. --ngram 5 --num-perm 128")
     if not paths:
         raise UserError("no input; fix: name one or more JSONL or Parquet files with --input")
-    sources = [each for path in paths for each in open_input(path).each_file()]
+    files = [file for path in paths for file in input_files(path)]
+    empty = [file for file in files if file.is_file() and file.stat().st_size == 0]
+    if empty and not settings.skip_bad_records:
+        raise UserError(f"{empty[0]}: empty file, no record in it; fix: leave it out of --input, or pass "
+                        "--skip-bad-records to go on without it (the report names it)")
+    if len(empty) == len(files):
+        raise UserError(f"every input is empty ({', '.join(map(str, empty[:3]))}); fix: check --input")
+    sources = [open_input(file) for file in files if file not in empty]
     paths = [source.path for source in sources]
     names = [output_name(path) for path in paths]
     for name in sorted({name for name in names if names.count(name) > 1}):
@@ -212,7 +228,12 @@ def _check_request(paths: list[Path], out: Path, settings: CleanSettings, worker
             raise UserError(f"{path}: --output-dir {out} would overwrite this input; fix: choose another folder")
     if out.exists() and not out.is_dir():
         raise UserError(f"--output-dir {out}: a file, not a folder; fix: name a folder")
-    return sources
+    return sources, empty
+
+
+def _shown_name(path: Path) -> str:
+    """An input file as the report and removed.jsonl name it: its name, under its folder's for a saved dataset."""
+    return output_name(path) if saved_folder(path) else path.name
 
 
 def output_name(path: Path) -> str:
@@ -247,7 +268,7 @@ class _Run:
         self.settings, self.tasks, self.out, self.progress = settings, tasks, out, progress
         self.sources, self.outputs = sources, outputs  # the input files, their outputs' names
         self.paths = [source.path for source in sources]
-        self.names = [output_name(path) if saved_folder(path) else path.name for path in self.paths]  # in reports
+        self.names = [_shown_name(path) for path in self.paths]  # in reports
         self.parquet = [source.group_word for source in sources]  # what a group of each is called; None for JSONL
         self.sizes = [task.source.range_size(task.start, task.end) for task in tasks]  # for the progress bars
         self.steps = steps
@@ -262,6 +283,9 @@ class _Run:
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
         self.metadata: list[str] = []  # saved datasets' state.json and dataset_info.json, under OUT
+        self.earlier: list[str] = []  # the outputs the earlier run into OUT listed (`helpers.clean.output_folder`)
+        self.empty: list[str] = []  # empty input files passed over (`--skip-bad-records`)
+        self.removed: list[str] = []  # the lines of removed.jsonl, once the run is done
 
     def remove_temporaries(self) -> None:
         """Remove every file this run wrote under a temporary name, workers' unfinished parts included."""
@@ -420,7 +444,7 @@ class _Run:
                       "filter_options": {name: dict(values) for name, values in settings.filter_options},
                       "decontaminate": list(settings.decontaminate), "eval_keys": list(settings.eval_keys),
                       "decontaminate_ngram": settings.decontaminate_ngram,
-                      "decontaminate_mode": settings.decontaminate_mode,
+                      "decontaminate_mode": settings.decontaminate_mode, "pii": list(pii_kinds(settings.pii)),
                       "allow_short_ngrams": settings.allow_short_ngrams,
                       "skip_bad_records": settings.skip_bad_records},
                   "inputs": step_table(documents=documents, names=self.names, bad_counts=[len(b) for b in bad],
@@ -429,8 +453,9 @@ class _Run:
                   "blank_lines": sum(s.blank_lines for s in scans), "removed": len(removed),
                   "lines": sections.get("lines"), "fuzzy": sections.get("fuzzy"),
                   "decontaminate": sections.get("decontaminate"),
+                  "empty_inputs_skipped": self.empty,
                   "seconds": self.seconds, "documents_per_second": self.rates}
-        self._commit(removed)
+        self.removed = removed
         return report
 
     def _write(self) -> None:
@@ -466,24 +491,32 @@ class _Run:
                 path.write_text(text, encoding="utf-8")
         self.metadata = list(metadata)
 
-    def _commit(self, removed: list[str]) -> None:
-        """Write `removed.jsonl`, then move every output into place together."""
-        listing = temporary_name(self.out / REMOVED)
-        self.temporaries.append(listing)
+    def commit(self, report: dict) -> None:
+        """Write `removed.jsonl` and `report.json` (with the outputs, and the earlier run's files this run clears),
+        then move every output into place together and clear those files (`helpers.clean.output_folder`)."""
+        written = [*self.outputs, *self.metadata]
+        stale = stale_outputs(self.out, self.earlier, written, self.paths)
+        report.update(outputs=written, cleared=stale)
+        listing, summary = temporary_name(self.out / REMOVED), temporary_name(self.out / REPORT)
+        self.temporaries.extend([listing, summary])
         with open(listing, "w", encoding="utf-8") as out:
-            out.writelines(removed)
+            out.writelines(self.removed)
+        summary.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         check_signals()
         with signals_held():
-            for name in [*self.outputs, *self.metadata]:
+            for name in written:
                 os.replace(temporary_name(self.out / name), self.out / name)
             os.replace(listing, self.out / REMOVED)
+            os.replace(summary, self.out / REPORT)
+            clear(self.out, stale)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="python -m helpers.clean", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, nargs="+", type=Path,
-                        help="JSONL files (.gz, .zst allowed), Parquet files, folders of Parquet files, quoted globs of "
-                             "either (each file an input), saved Hugging Face datasets")
+                        help="JSONL files (.gz, .zst allowed), Parquet files, folders and quoted globs of either (each "
+                             "file an input; a file in a folder that no reader takes is refused), saved Hugging Face "
+                             "datasets")
     parser.add_argument("--output-dir", required=True, type=Path,
                         help="writes OUT/<input file name> (JSONL as JSONL, Parquet as Parquet), removed.jsonl, "
                              "report.json")
@@ -509,8 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", action="store_true",
                         help="drop lines repeated in --line-min-count documents or more")
     parser.add_argument("--fuzzy", action="store_true", help="drop near-duplicates (MinHash + LSH, word n-grams)")
-    parser.add_argument("--pii", action="store_true",
-                        help="replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone numbers")
+    parser.add_argument("--pii", nargs="?", const=True, default=False, metavar="KINDS",
+                        help="replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone numbers; "
+                             "or name the kinds, e.g. --pii email,ip (datatrove's PIIFormatter() set)")
     parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
     parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")
     parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")

@@ -24,7 +24,7 @@ class CleanSettings:
     exact: bool = False
     lines: bool = False
     fuzzy: bool = False
-    pii: bool = False
+    pii: tuple[str, ...] = ()  # the kinds `--pii` masks (`helpers.clean.pii.KINDS`); empty: none
     languages: tuple[str, ...] = ()  # ISO codes to keep, ("any",) for any; empty: no language ID
     language_threshold: float = 0.65
     filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
@@ -105,7 +105,7 @@ class Scan:
     places: np.ndarray  # places in the line (bare CRs); for Parquet, row group numbers
     ids: list
     raw_bytes: np.ndarray
-    bad: list  # (line, place, kind, reason); for Parquet (row, row group, kind, reason)
+    bad: list  # (line, place, kind, reason, id or None); for Parquet (row, row group, kind, reason, id or None)
     blank_lines: int
     input_bytes: int  # the file's bytes read; for Parquet, the UTF-8 bytes of its texts
 
@@ -133,16 +133,20 @@ def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
     unless `skip_bad_records`: then it goes into `bad` (when given)."""
     counts = counts if counts is not None else {"bytes": 0, "blank": 0}
     for batch in task.source.batches(task.start, task.end, task.columns):
-        yield from records(batch, (settings.text_key,), _bad_records(settings, bad), counts, whole=True)
+        yield from records(batch, (settings.text_key,), _bad_records(settings, bad), counts, whole=True,
+                           with_record=True)
 
 
 def _bad_records(settings: CleanSettings, bad: list | None):
-    """What a pass does with a bad record: stop, naming it, or (skipping them) list it in `bad` when given."""
-    def refused(number: int, place: int, kind: str, reason: str, where: str) -> None:
+    """What a pass does with a bad record: stop, naming it (the fix offers `--skip-bad-records`), or (skipping
+    them) list it in `bad` when given, with its id where the record has a readable one."""
+    def refused(number: int, place: int, kind: str, reason: str, where: str, record: dict | None = None) -> None:
         if not settings.skip_bad_records:
-            raise UserError(f"{where}: {reason}")
+            what, _, fix = reason.partition("; fix: ")
+            raise UserError(f"{where}: {what}; fix: {fix + ', or ' if fix else ''}pass --skip-bad-records to go on "
+                            "without such records (each is listed in removed.jsonl)")
         if bad is not None:
-            bad.append((number, place, kind, reason))
+            bad.append((number, place, kind, reason, None if record is None else _record_id(record)))
     return refused
 
 

@@ -1,4 +1,5 @@
-"""`--pii`: e-mail addresses, IP addresses and phone numbers in a text replaced by harmless stand-ins.
+"""`--pii`: e-mail addresses, IP addresses and phone numbers in a text replaced by harmless stand-ins; `--pii
+email,ip` masks only those kinds, which is what datatrove's `PIIFormatter()` masks (`--pii` alone: all three).
 
 E-mail and IP addresses are found and replaced as datatrove 0.10.1's `PIIFormatter` does by default: the same
 patterns, so the same spans (e-mail addresses first, then IP addresses in what that leaves; an IP address is
@@ -24,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ..common.errors import UserError
 from .step import Formatter
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
@@ -61,12 +63,34 @@ def _phone_fits(text: str) -> bool:
     return 10 <= digits <= 15 and any(not character.isdigit() for character in text[1:])
 
 
+KINDS = ("email", "ip", "phone")  # what `--pii` names, in the order they are replaced
+DATATROVE_KINDS = ("email", "ip")  # what datatrove's PIIFormatter() replaces
+
+
+def pii_kinds(chosen: bool | str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """What `--pii` asks to mask, checked: True (the flag alone) is every kind, False or None none, else the kinds
+    named (a comma-separated string, or a list), e.g. "email,ip" (datatrove's set)."""
+    if chosen is None or chosen is False or chosen == ():
+        return ()
+    if chosen is True:
+        return KINDS
+    names = [name.strip() for name in (chosen.split(",") if isinstance(chosen, str) else chosen) if name.strip()]
+    for name in names:
+        if name not in KINDS:
+            raise UserError(f"--pii {','.join(names)}: no kind '{name}'; fix: name some of {','.join(KINDS)} (email,ip "
+                            "is what datatrove's PIIFormatter masks), or pass --pii alone for all three")
+    if not names:
+        raise UserError(f"--pii {chosen!r}: names no kind; fix: name some of {','.join(KINDS)}, e.g. --pii email,ip")
+    if len(set(names)) < len(names):
+        raise UserError(f"--pii {','.join(names)}: name each kind once; fix: e.g. --pii email,ip")
+    return tuple(kind for kind in KINDS if kind in names)
+
+
 class PiiMask(Formatter):
     """Replaces e-mail addresses, public IP addresses and phone numbers (each kind can be turned off; with
     `public_ips_only=False` every IP address goes), noting how many of each it replaced."""
 
     name = "pii"
-    counted = ("emails", "ips", "phones")
 
     def __init__(self, emails: bool = True, ips: bool = True, phones: bool = True, public_ips_only: bool = True):
         self.kinds = []  # (what the notes call it, pattern, stand-ins, test of a match or None)
@@ -76,6 +100,12 @@ class PiiMask(Formatter):
             self.kinds.append(("ips", IP, IP_STAND_INS, is_public_ip if public_ips_only else _is_ip))
         if phones:
             self.kinds.append(("phones", PHONE_RULE, PHONE_STAND_INS, _phone_fits))
+        self.counted = tuple(kind for kind, *_ in self.kinds)  # the report counts the kinds replaced
+
+    @classmethod
+    def of(cls, kinds: tuple[str, ...]) -> "PiiMask":
+        """The mask of the kinds `--pii` names (`pii_kinds`)."""
+        return cls(emails="email" in kinds, ips="ip" in kinds, phones="phone" in kinds)
 
     def format(self, text: str, notes: dict) -> str:
         for kind, pattern, stand_ins, wanted in self.kinds:

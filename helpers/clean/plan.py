@@ -15,7 +15,7 @@ from .filters import FILTERS
 from .formatters import Normalize
 from .fuzzy import FuzzyDedup
 from .language import LanguageId
-from .pii import PiiMask
+from .pii import PiiMask, pii_kinds
 
 STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the on-off flags name, in the order the steps run
 
@@ -42,7 +42,7 @@ def steps_of(settings) -> list:
                                 bands=settings.bands, rows=settings.rows, seed=settings.seed,
                                 memory_limit=settings.memory_limit))
     if settings.pii:
-        steps.append(PiiMask())
+        steps.append(PiiMask.of(pii_kinds(settings.pii)))
     return steps
 
 
@@ -54,13 +54,13 @@ def filter_settings(filters: list[str] | str | None, options: list[str] | dict |
         filters = [name for name in filters.split(",") if name]
     names = tuple(filters or ())
     for name in names:
-        if name not in FILTERS:
-            raise UserError(f"--filters {name}: no such filter; fix: choose among {', '.join(FILTERS)}")
+        _check_filter(f"--filters {name}", name)
     if len(set(names)) < len(names):
         raise UserError(f"--filters {','.join(names)}: a filter named twice; fix: name each once")
     chosen: dict[str, dict] = {}
     for item in options.items() if isinstance(options, dict) else map(_option, options or ()):
         name, values = item
+        _check_filter(f"--filter-option {name}.{','.join(values)}", name)
         if name not in names:
             raise UserError(f"--filter-option {name}: that filter is not in --filters; fix: add it there")
         allowed = inspect.signature(FILTERS[name]).parameters
@@ -71,6 +71,15 @@ def filter_settings(filters: list[str] | str | None, options: list[str] | dict |
             _check_value(f"{name}.{key}", value, allowed[key].default)
         chosen.setdefault(name, {}).update(values)
     return names, tuple((name, tuple(sorted(values.items()))) for name, values in chosen.items())
+
+
+def _check_filter(given: str, name: str) -> None:
+    """Refuse a name that is no quality filter; PII masking, a step of its own, is chosen with `--pii`."""
+    if name == PiiMask.name:
+        raise UserError(f"{given}: PII masking is not a filter; fix: name what it masks with --pii, e.g. --pii "
+                        "email,ip (datatrove's PIIFormatter) or --pii email,ip,phone")
+    if name not in FILTERS:
+        raise UserError(f"{given}: no such filter; fix: choose among {', '.join(FILTERS)}")
 
 
 def _check_value(setting: str, value, default) -> None:

@@ -116,12 +116,23 @@ def removed_lines(documents: Documents, names: list[str], bad: list[list[tuple]]
             entry["reason"] = documents.reasons[int(index)]
         entries.append(((input_index, line, place), entry))
     for input_index, records in enumerate(bad):
-        for line, place, kind, reason in records:
-            entry = {**places.where(input_index, line, place), "id": None, "step": "bad record", "kind": kind,
+        for line, place, kind, reason, identifier in records:
+            entry = {**places.where(input_index, line, place), "id": identifier, "step": "bad record", "kind": kind,
                      "reason": reason, **places.in_line(input_index, place)}
             entries.append(((input_index, line, place), entry))
     entries.sort(key=lambda item: item[0])
-    return [json.dumps(entry, ensure_ascii=False) + "\n" for _, entry in entries]
+    return [_line(entry) for _, entry in entries]
+
+
+def _line(entry: dict) -> str:
+    """An entry as one JSON line, non-ASCII as written; escaped where an id holds a lone surrogate, which UTF-8
+    cannot write (only the text field is checked for them)."""
+    line = json.dumps(entry, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(entry)
+    return line + "\n"
 
 
 @dataclass(frozen=True)
@@ -143,13 +154,20 @@ class _Places:
 
 
 def summary_lines(report: dict) -> list[str]:
-    """What the command prints at the end: per input, each step's removals, and where the files are."""
+    """What the command prints at the end: per input, its bad records skipped and each step's removals; the empty
+    inputs skipped, the earlier run's files cleared, and where the files are."""
     out = []
     for item in report["inputs"]:
-        parts = [f"{row['step']} -{row['removed']:,}" for row in item["steps"]]
-        last = item["steps"][-1]
-        out.append(f"{item['file']}: {item['steps'][0]['documents_in']:,} records -> {last['documents_out']:,} "
+        read, *steps = item["steps"]
+        parts = [f"bad records -{read['removed']:,}"] if read["removed"] else []
+        parts += [f"{row['step']} -{row['removed']:,}" for row in steps]
+        out.append(f"{item['file']}: {read['documents_in']:,} records -> {item['steps'][-1]['documents_out']:,} "
                    f"kept ({', '.join(parts)})")
+    for name in report.get("empty_inputs_skipped", ()):
+        out.append(f"{name}: empty file, skipped (--skip-bad-records)")
+    if report.get("cleared"):
+        out.append(f"cleared {', '.join(report['cleared'])}: the earlier run's output in {report['output_dir']}, "
+                   "which this run does not write")
     for name, seconds in report["seconds"].items():
         rate = report["documents_per_second"].get(name)
         out.append(f"{name:<17} {seconds:7.2f} s" + (f"  {rate:>12,.0f} documents/s" if rate is not None else ""))

@@ -87,6 +87,11 @@ def _is_saved_splits(path: Path) -> bool:
     return path.is_dir() and (path / "dataset_dict.json").is_file()
 
 
+def is_saved(path: Path) -> bool:
+    """A folder written by `save_to_disk`: one dataset, or several splits."""
+    return _is_saved_dataset(path) or _is_saved_splits(path)
+
+
 def is_columnar(path: Path) -> bool:
     """Whether `path` is a columnar input (see the module docstring); a glob is when it matches one, or
     nothing (then refused by `columnar_files`)."""

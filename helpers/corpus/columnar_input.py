@@ -44,13 +44,6 @@ class ColumnarInput:
         """What `removed.jsonl` calls a group of the input: row_group, or record_batch for Arrow."""
         return "record_batch" if self.files and self.files[0].suffix == ARROW else "row_group"
 
-    def each_file(self) -> list["ColumnarInput"]:
-        """The input's files, each an input of its own (an empty one refused)."""
-        for file in self.files:
-            if file.stat().st_size == 0:
-                raise UserError(f"{file}: empty file, nothing to preprocess; fix: check --input")
-        return [ColumnarInput(file, [file]) for file in self.files]
-
     def known_size(self) -> None:
         """Unknown in bytes of JSONL: a run counts the bytes of its texts."""
         return None

@@ -32,11 +32,12 @@ JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float
 
 
 class BadRecord(ValueError):
-    """A line that is not a usable record: `kind` names the rule it breaks, `reason` says it with a fix."""
+    """A line that is not a usable record: `kind` names the rule it breaks, `reason` says it with a fix; `record`
+    is the JSON object the line holds, where it holds one (its other fields, an id, are still readable)."""
 
-    def __init__(self, kind: str, reason: str):
+    def __init__(self, kind: str, reason: str, record: dict | None = None):
         super().__init__(reason)
-        self.kind, self.reason = kind, reason
+        self.kind, self.reason, self.record = kind, reason, record
 
 
 def check_json_keys(keys: Iterable[str]) -> tuple[str, ...]:
@@ -160,12 +161,16 @@ def parse_record(raw: bytes, keys: tuple[str, ...], allow_lists: bool = False) -
     if not isinstance(record, dict):
         raise BadRecord("not an object", f"record is a JSON {_json_type(record)}, not an object; "
                                          "fix: one JSON object per line")
-    _check_named_once(raw, keys)
-    may_hold_surrogates = b"\\ud" in raw or b"\\uD" in raw  # only an escape can put one in a string
-    for key in keys:
-        texts = _texts_of(record, key, allow_lists)
-        if may_hold_surrogates:
-            _check_surrogates(key, texts)
+    try:
+        _check_named_once(raw, keys)
+        may_hold_surrogates = b"\\ud" in raw or b"\\uD" in raw  # only an escape can put one in a string
+        for key in keys:
+            texts = _texts_of(record, key, allow_lists)
+            if may_hold_surrogates:
+                _check_surrogates(key, texts)
+    except BadRecord as bad:
+        bad.record = record
+        raise
     return record
 
 

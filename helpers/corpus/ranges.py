@@ -43,7 +43,7 @@ def refuse_empty(path: Path) -> None:
     if not path.is_file():
         raise UserError(f"{path}: no such file; fix: check --input")
     if path.stat().st_size == 0:
-        raise UserError(f"{path}: empty file, nothing to preprocess; fix: check --input")
+        raise UserError(f"{path}: empty file, no record in it; fix: check --input")
 
 
 class JsonlInput:
@@ -57,7 +57,7 @@ class JsonlInput:
         self.glob = files != [path]
         if self.glob:
             if not any(file.stat().st_size for file in files):
-                raise UserError(f"{path}: every file it matches is empty, nothing to preprocess; fix: check --input")
+                raise UserError(f"{path}: every file it matches is empty, no record in them; fix: check --input")
         else:
             refuse_empty(path)
 
@@ -72,10 +72,6 @@ class JsonlInput:
     def compressed(self) -> bool:
         """Whether a file of the input has no byte offsets to cut at."""
         return any(map(is_compressed, self.files))
-
-    def each_file(self) -> list["JsonlInput"]:
-        """The input's files, each an input of its own (an empty one refused)."""
-        return [JsonlInput(file, [file]) for file in self.files]
 
     def check_columns(self, columns: tuple[str, ...], *, flag: str, lists: bool) -> None:
         """JSONL fields are checked record by record (`helpers.corpus.jsonl`)."""

@@ -14,7 +14,7 @@ from .jsonl import BadRecord, is_blank, location, numbered_lines, parse_fields, 
 
 NULL_KIND = "null value"
 
-Bad = Callable[[int, int, str, str, str], None]  # (number, place, kind, reason, where in words)
+Bad = Callable[..., None]  # (number, place, kind, reason, where in words[, record]), by keyword
 
 
 def null_reason(key: str) -> str:
@@ -22,11 +22,14 @@ def null_reason(key: str) -> str:
 
 
 def records(batch, keys: tuple[str, ...], bad: Bad, counts: dict, *, lists: bool = False,
-            whole: bool = False) -> Iterator[tuple[int, int, bytes | None, dict]]:
+            whole: bool = False, with_record: bool = False) -> Iterator[tuple[int, int, bytes | None, dict]]:
     """The good records of `batch` whose fields (columns) `keys` hold text: strings, or with `lists` lists of
     strings. A JSONL record holds `keys` only, or with `whole` all its fields; a row holds the batch's columns.
     `counts["bytes"]` adds the batch's bytes of JSONL, or its good rows' UTF-8 bytes of `keys`;
-    `counts["blank"]` its blank lines, `counts["read"]` its lines or rows."""
+    `counts["blank"]` its blank lines, `counts["read"]` its lines or rows. With `with_record`, `bad` is also given
+    the bad record as read (`record`; None for a line that holds no JSON object), so that its id can be named."""
+    if not with_record:
+        bad = _without_record(bad)
     if isinstance(batch, RowsBatch):
         yield from _rows(batch, keys, bad, counts)
         return
@@ -41,9 +44,17 @@ def records(batch, keys: tuple[str, ...], bad: Bad, counts: dict, *, lists: bool
         try:
             record = parse(line, keys, lists)
         except BadRecord as error:
-            bad(number=number, place=place, kind=error.kind, reason=error.reason, where=location(source, number, place))
+            bad(number=number, place=place, kind=error.kind, reason=error.reason, where=location(source, number, place),
+                record=error.record)
             continue
         yield number, place, line, record
+
+
+def _without_record(bad: Bad) -> Bad:
+    """`bad` called as it was written: with where the record is and what is wrong, not the record itself."""
+    def called(record, **where_and_why) -> None:
+        bad(**where_and_why)
+    return called
 
 
 def _rows(batch: RowsBatch, keys: tuple[str, ...], bad: Bad, counts: dict) -> Iterator[tuple[int, int, None, dict]]:
@@ -56,7 +67,8 @@ def _rows(batch: RowsBatch, keys: tuple[str, ...], bad: Bad, counts: dict) -> It
                                                                     and None in record[key])), None)
         row = batch.first_row + index
         if null is not None:
-            bad(number=row, place=batch.index, kind=NULL_KIND, reason=null_reason(null), where=batch.location(index))
+            bad(number=row, place=batch.index, kind=NULL_KIND, reason=null_reason(null), where=batch.location(index),
+                record=record)
             continue
         counts["bytes"] += sum(len(text.encode("utf-8")) for key in keys for text in texts_of(record[key]))
         yield row, batch.index, None, record
