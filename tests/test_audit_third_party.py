@@ -15,16 +15,24 @@ import math
 import os
 import subprocess
 import sys
-from itertools import chain
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from audit_incident_pipelines import group_texts
 
 from helpers.audit import Audited, Auditor, audit, audit_ranks
-from helpers.audit.planting import (BUGS, PLANTED_AT, REPLAYED, REPLAYS, SETUP_BUGS, SMALL_MODEL_VOCAB, Planter,
-                                   replay_named_at)
+from helpers.audit.planting import (
+    BUGS,
+    PLANTED_AT,
+    REPLAYED,
+    REPLAYS,
+    SETUP_BUGS,
+    SMALL_MODEL_VOCAB,
+    Planter,
+    replay_named_at,
+)
 from helpers.audit.statistics import WRAP_TOKENS
 from helpers.corpus.machine_text import mixed
 from helpers.tokenizers.zoo import load_tokenizer
@@ -96,15 +104,6 @@ def hf_tokenizer(hf_tokenizers):
 
 
 # ---------------------------------------------------------------- 1. Hugging Face run_clm
-
-
-def group_texts(examples: dict, block_size: int) -> dict:
-    """run_clm.py's group_texts: concatenate, drop the remainder, cut into blocks; labels are input_ids."""
-    concatenated = {key: list(chain(*examples[key])) for key in examples.keys()}
-    total_length = len(concatenated[list(examples.keys())[0]]) // block_size * block_size
-    result = {key: [t[i:i + block_size] for i in range(0, total_length, block_size)] for key, t in concatenated.items()}
-    result["labels"] = result["input_ids"].copy()
-    return result
 
 
 def run_clm_dataset(tokenizer, documents: list[str], block_size: int):
@@ -287,7 +286,9 @@ def megatron_train_dataset(prefix: str, seq_length: int, num_samples: int):
     GPTDatasetConfig (4-D attention mask and position ids made by the dataset)."""
     import warnings
 
-    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.blended_megatron_dataset_builder import (
+        BlendedMegatronDatasetBuilder,
+    )
     from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
     from megatron.core.datasets.utils import get_blend_from_list
 

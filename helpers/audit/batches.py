@@ -36,6 +36,8 @@ def _array(value, name: str, step: int) -> np.ndarray:
         value = value.detach()
         if getattr(value, "is_cuda", False) or str(getattr(value, "device", "cpu")) != "cpu":
             value = value.cpu()
+        if str(value.dtype) == "torch.bfloat16":  # numpy has no bfloat16: its values are float32's
+            value = value.float()
         value = value.numpy()
     try:
         array = np.asarray(value) if not isinstance(value, np.ndarray) else value
@@ -48,9 +50,11 @@ def _array(value, name: str, step: int) -> np.ndarray:
         if array.dtype.kind == "f" and not np.isin(array, (0.0, 1.0)).all():
             raise UserError(f"step {step}: {name} holds values other than 0 and 1; fix: a mask of 0 (left out) and 1")
         array = array.astype(np.int64)
+    if array.dtype.kind == "f" and name not in MASKS:
+        array = _float_ids(array, name, step)
     if array.dtype.kind not in "iu":
-        raise UserError(f"step {step}: {name} holds {array.dtype} values, not integer token ids (float32 loses ids "
-                        "above 2**24); fix: keep ids as int64")
+        raise UserError(f"step {step}: {name} holds {array.dtype} values, not integer token ids; fix: keep ids as "
+                        "int64")
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2:
@@ -60,6 +64,18 @@ def _array(value, name: str, step: int) -> np.ndarray:
 
 
 MASKS = ("attention_mask", "loss_mask")
+
+
+def _float_ids(array: np.ndarray, name: str, step: int) -> np.ndarray:
+    """Ids handed over as floats, as int64 (infinity as int64's smallest value, as torch casts it), so that the
+    audit can say what the float type did to them (`helpers.audit.casts`); refused when not whole numbers."""
+    finite = np.isfinite(array)
+    if not (array[finite] == np.round(array[finite])).all():
+        raise UserError(f"step {step}: {name} holds {array.dtype} values that are not whole numbers, not token ids; "
+                        "fix: hand over the ids as int64")
+    ids = np.full(array.shape, np.iinfo(np.int64).min, np.int64)
+    ids[finite] = array[finite]
+    return ids
 
 
 def _parts(batch, step: int) -> tuple:

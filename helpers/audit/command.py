@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", choices=["same", "shifted"], default=None,
                         help="what the model expects: labels equal to input_ids (it shifts), or one token on")
     parser.add_argument("--pad-id", type=int, default=None)
-    parser.add_argument("--eod-id", type=int, default=None)
+    parser.add_argument("--eod-id", type=int, default=None, help="the id that ends a document (its EOS)")
+    parser.add_argument("--bos-id", type=int, default=None, help="the id that starts a document (its BOS)")
     parser.add_argument("--ignore-index", type=int, default=-100)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                                args.ngram, args.eod_id)
     streams = [read_batches(path) for path in args.files] if args.ranks else [_stream(args.files)]
     report = audit_ranks(streams, vocab_size=args.vocab_size, labels=args.labels, pad_id=args.pad_id,
-                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps, overlap=overlap)
+                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps, overlap=overlap,
+                         bos_id=args.bos_id)
     print(report.summary())
     return 0 if report.ok else 1

@@ -17,12 +17,15 @@ class EvalOverlap:
     """The n-grams of `evals` (`EvalSet`s) as `tokenizer` encodes them, `ngram` tokens each, for `find(ids)`."""
 
     def __init__(self, evals: list[EvalSet], tokenizer, ngram: int = TOKEN_NGRAM, eod_id: int | None = None):
-        from ..decontamination.token_index import TokenIndex  # numba, loaded only when asked for
+        from ..decontamination.token_index import (
+            TokenIndex,  # numba, loaded only when asked for
+        )
 
         self.names, texts = flat_items(evals)
         self.index = TokenIndex.encoded(texts, tokenizer, ngram)
         self.tokenizer, self.ngram = tokenizer, ngram
         self.eod_id = tokenizer.eod_id if eod_id is None else eod_id
+        self.sharing: dict[bytes, int] = {}
 
     def find(self, ids: np.ndarray) -> str | None:
         """The finding's line for the first window of a batch's ids (`[rows, length]`) that is an item's n-gram,
@@ -37,11 +40,32 @@ class EvalOverlap:
         first = matches[0]
         row, offset = divmod(first.start, length)
         held = len({match.start // length for match in matches})
+        matched = len({match.item for match in matches})
         text = self.tokenizer.decode(flat[first.start:first.end].tolist())
-        return (f"row {row}, tokens {offset}-{offset + first.end - first.start} hold an n-gram of "
-                f"{self.names[first.item]} ({self.ngram} tokens: {text[:80]!r}); {held} of {rows} rows hold one; "
-                "fix: the training data holds an evaluation item, so its score would mean nothing: python -m "
-                "helpers.clean --decontaminate on the text, then preprocess again")
+        sharing = self.items_holding(flat[first.start:first.end])
+        where = (f"row {row}, tokens {offset}-{offset + first.end - first.start} hold an n-gram of "
+                 f"{self.names[first.item]} ({first.end - first.start} tokens: {text[:80]!r}); {held} of {rows} rows "
+                 f"hold n-grams of {matched} item(s) of {len(self.names):,}")
+        if sharing > 1:
+            return (f"{where}; this n-gram is shared by {sharing} of the {len(self.names):,} evaluation items: text "
+                    "that many items share is boilerplate (a licence header, a template, a prompt's framing), found in "
+                    "the training data as in any document that carries it, rather than one leaked item; fix: if the "
+                    "evaluation should not reward it, take the shared text out of the items, or remove it from the "
+                    "training text with python -m helpers.clean --decontaminate")
+        return (f"{where}; this n-gram is in 1 of the {len(self.names):,} evaluation items, shared with the training "
+                "data: the training data holds that item's text (the same document on both sides of a split, or a "
+                "leak), so its score would mean nothing; fix: python -m helpers.clean --decontaminate on the text, "
+                "then preprocess again, or split so that no document is on both sides")
+
+    def items_holding(self, window: np.ndarray) -> int:
+        """How many evaluation items hold `window`'s tokens in a row (kept per window: boilerplate comes back)."""
+        key = window.tobytes()
+        if key not in self.sharing:
+            size = window.size
+            self.sharing[key] = sum(
+                1 for item in self.index.items if item.size >= size and bool(
+                    (np.lib.stride_tricks.sliding_window_view(item, size) == window).all(axis=1).any()))
+        return self.sharing[key]
 
 
 def eval_overlap(evals: list | None, tokenizer, ngram: int | None = None, eod_id: int | None = None):

@@ -30,8 +30,9 @@ class AuditCallback(TrainerCallback):
     sample digests kept to find replays by (see `Auditor`)."""
 
     def __init__(self, vocab_size: int | None = None, pad_id: int | None = None, eod_id: int | None = None,
-                 on_finding: str = "raise", remember: int = REMEMBER):
+                 on_finding: str = "raise", remember: int = REMEMBER, bos_id: int | None = None):
         self.vocab_size, self.pad_id, self.eod_id, self.on_finding = vocab_size, pad_id, eod_id, on_finding
+        self.bos_id = bos_id
         self.remember = remember
         self.auditor: Auditor | None = None
         self.saved_state: dict | None = None
@@ -47,7 +48,7 @@ class AuditCallback(TrainerCallback):
         if self.auditor is None:
             self.auditor = Auditor(vocab_size=self.vocab_size, labels="shifted" if shifted else "same",
                                    pad_id=self.pad_id, eod_id=self.eod_id, on_finding=self.on_finding,
-                                   remember=self.remember)
+                                   remember=self.remember, bos_id=self.bos_id)
             if self.saved_state is not None:
                 self.auditor.load_state_dict(self.saved_state)
         self.auditor.step(batch)

@@ -22,7 +22,14 @@ from ..common.errors import UserError
 from .eval_overlap import eval_overlap
 from .report import Finding, Report
 from .sightings import Sightings, sighting
-from .stream import REMEMBER, AuditSettings, Seen, StreamAudit, batch_digests, read_batch
+from .stream import (
+    REMEMBER,
+    AuditSettings,
+    Seen,
+    StreamAudit,
+    batch_digests,
+    read_batch,
+)
 
 
 class DataBugError(UserError):
@@ -63,11 +70,13 @@ class Auditor:
 
     def __init__(self, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
                  ignore_index: int = -100, eod_id: int | None = None, on_finding: str = "raise",
-                 remember: int = REMEMBER, evals: list | None = None, tokenizer=None, eval_ngram: int | None = None):
+                 remember: int = REMEMBER, evals: list | None = None, tokenizer=None, eval_ngram: int | None = None,
+                 bos_id: int | None = None):
         if on_finding not in ("raise", "warn"):
             raise ValueError(f"on_finding={on_finding!r}: expected 'raise' or 'warn'")
         self.settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                                      eod_id=eod_id, remember=remember)
+                                      eod_id=eod_id, remember=remember, bos_id=bos_id,
+                                      tokenizer_vocab=getattr(tokenizer, "vocab_size", None))
         self.settings.check()
         dist = _distributed()
         self.rank = dist.get_rank() if dist else 0
@@ -114,7 +123,9 @@ class Auditor:
         last = stream.last_sighting if not unused else None
         return {"version": 2, "step": stream.step - unused, "tokens": stream.tokens, "high_ids": stream.high_ids,
                 "last_sighting": last, "chain": stream.chain if not unused else 0, "looked_at": stream.looked_at,
-                "batches": stream.seen.batches.state(until), "samples": stream.seen.samples.state(until)}
+                "batches": stream.seen.batches.state(until), "samples": stream.seen.samples.state(until),
+                "documents": stream.replays.state(stream.step - unused), "batch_sets": stream.batch_sets.state(
+                    stream.step - unused), "by_rank": [stream.from_other_ranks, stream.from_own_rank]}
 
     def load_state_dict(self, state: dict) -> None:
         stream, remember = self.stream, self.settings.remember
@@ -128,6 +139,10 @@ class Auditor:
             state = {**state, "batches": older(state["batches"]), "samples": older(state["samples"])}
         stream.seen.batches = Sightings.from_state(remember, state["batches"])
         stream.seen.samples = Sightings.from_state(remember, state["samples"])
+        if "documents" in state:  # states saved before documents were kept start them afresh
+            stream.replays.load_state(state["documents"])
+            stream.batch_sets = Sightings.from_state(remember, state["batch_sets"])
+            stream.from_other_ranks, stream.from_own_rank = state["by_rank"]
 
 
 class Audited:

@@ -11,12 +11,13 @@ made for a 32,000-id tokenizer: `model_vocab_size`).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import torch
 
 from ..common.errors import UserError
-from .statistics import SHORTEST_ROW, replay_run_needed
+from .statistics import EXACT_CHANCE, SHORTEST_ROW, replay_run_needed
 
 BUGS = {  # name -> (the finding's code, what the script does)
     "random-fallback": ("random-tokens", "the data path is wrong and the script falls back to torch.randint"),
@@ -44,11 +45,14 @@ REPLAYS = {"stream-loops", "epoch-not-advanced", "resume-replays"}  # named once
 
 def replay_named_at(at: int, rows: int, ranks: int = 1, replayed: int | None = None) -> int | None:
     """The step at which a replay planted from step `at` is named, in batches of `rows` samples on each of
-    `ranks` ranks: the first step whose run of replayed samples (the batch, growing each step, up to the
+    `ranks` ranks: `at` itself where a whole batch dealt again in order is already named there, else the
+    first step whose run of replayed samples (the batch, growing each step, up to the
     `replayed` samples taken again in order: all `at` batches by default) is as long as
     `statistics.replay_run_needed` asks for the `at` steps of distinct samples seen before it. None when the
     run never gets that long (a loop over fewer samples than a shuffle of them puts in order by chance)."""
     longest = at * rows if replayed is None else replayed
+    if rows >= 2 and math.perm(at * rows * ranks, rows) >= EXACT_CHANCE * (at + 1):
+        return at  # its first batch is an earlier one dealt again in order (`StreamAudit._redrawn`)
     for step in range(at, at + longest // rows + 1):
         run = min(rows * (step - at + 1), longest)
         if run >= replay_run_needed(at * rows * ranks, (step + 1) * rows):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-CODES = ("random-tokens", "same-batch-across-ranks", "repeated-batch", "repeated-samples", "labels-misaligned",
-         "padding-in-loss", "id-out-of-range", "id-wraparound", "constant-batch", "eval-overlap")
+CODES = ("random-tokens", "same-batch-across-ranks", "same-data-across-ranks", "repeated-batch", "repeated-samples",
+         "repeated-documents", "labels-misaligned", "no-labels", "padding-in-loss", "attention-mask-inverted",
+         "eos-not-learned", "double-bos", "truncated-documents", "unshuffled", "id-out-of-range", "id-wraparound",
+         "vocab-mismatch", "ids-rounded", "constant-batch", "eval-overlap")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ WRAP_LIMIT = 1 << 16
 WRAP_TOKENS = 16_384  # tokens without an id >= 65,536 before a large vocabulary counts as wrapped
 MATCHES = 0.99  # share of label positions that must agree for a label layout to count as the one used
 CHANCE = 10_000  # a replay's run must be longer than a reshuffle makes in 1 of this many runs
+EXACT_CHANCE = 1000  # a whole batch dealt again in order: named where a reshuffle does so less often than this
 SHORTEST_RUN, LONGEST_RUN = 3, 16
 
 

@@ -21,7 +21,14 @@ What each finding measures, and its threshold:
 - `same-batch-across-ranks`: half or more of this step's samples seen on another rank at the same step (with
   one sample a batch, two steps in a row); a document that a corpus holds twice landing on two ranks is not;
 - `eval-overlap` (only when asked, with evaluation sets and their tokenizer): a window of a row, within one
-  document, equal to an evaluation item's n-gram of `TOKEN_NGRAM` tokens (`helpers.audit.eval_overlap`).
+  document, equal to an evaluation item's n-gram of `TOKEN_NGRAM` tokens (`helpers.audit.eval_overlap`);
+- `same-data-across-ranks`: samples another rank trained on at earlier steps, far more often than this rank's
+  own come back (`SHARED_RATIO`);
+- `repeated-batch` too for a batch of the same samples as an earlier one in another order, where the samples
+  seen could make far more such groups than a reshuffle would hit (`_regrouped`);
+- the checks of their own modules: `ids-rounded` (`casts`), `vocab-mismatch` (`vocabulary`), `no-labels` and
+  `attention-mask-inverted` (`masks`), `double-bos`, `truncated-documents`, `eos-not-learned`
+  (`document_shapes`), `repeated-documents` (`document_replays`), `unshuffled` (`order`).
 """
 
 from __future__ import annotations
@@ -35,18 +42,42 @@ import xxhash
 
 from ..common.errors import UserError
 from .batches import Batch, read_batch
+from .casts import RoundingWatch, handed_over_as_float
+from .document_replays import DocumentReplays
+from .document_shapes import DocumentShapes
+from .documents import documents
+from .masks import hidden_padding, inverted_mask, no_labels
+from .order import OrderWatch
 from .report import Finding, Report
 from .sightings import Sightings, follows, sighting, where
-from .statistics import (MATCHES, POOLED, WINDOW, WRAP_LIMIT, WRAP_TOKENS, label_matches, padding_positions,
-                         pooled_pairs, replay_run_needed, uniform_bound, uniform_windows, unigram_entropy)
+from .statistics import (
+    CHANCE,
+    EXACT_CHANCE,
+    MATCHES,
+    POOLED,
+    WINDOW,
+    WRAP_LIMIT,
+    WRAP_TOKENS,
+    label_matches,
+    pooled_pairs,
+    replay_run_needed,
+    uniform_bound,
+    uniform_windows,
+    unigram_entropy,
+)
+from .vocabulary import verdict
 
 LABELS = ("same", "shifted", None)
 LAYOUT_WORDS = {"same": "equal to input_ids", "shifted": "one token ahead", "shifted twice": "two tokens ahead"}
 REMEMBER = 1 << 21  # sample digests kept by default: 32 MiB in frozen blocks, plus the newest in a dict
 FEWEST_VALUES = 16  # the pooled test asks for ids spanning at least this many values
 CONSTANT_TOKENS = 64  # a batch of one id throughout is a finding from this many ids
+SHARED_FEWEST, SHARED_RATIO = 8, 4
+PLAIN_SHARE, PLAIN_TOP = 8, 0.4  # plain content: few distinct ids, one of them common  # samples from other ranks' earlier steps, against this rank's own
 REPLAY_CAUSES = ("the stream loops, an epoch counter never advances (sampler.set_epoch), a resumed run replays "
-                 "what it trained on, or the data holds the same documents twice in a row")
+                 "what it trained on, the batches were made once and only their order is shuffled each epoch, "
+                 "DataLoader workers each read the whole stream (an IterableDataset that does not split its data by "
+                 "get_worker_info()), or the data holds the same documents twice in a row")
 REPLAY_FIX = ("fix: advance the epoch each epoch and resume from the loader's saved state; drop duplicate "
               "documents with python -m helpers.clean --exact")
 
@@ -59,6 +90,8 @@ class AuditSettings:
     ignore_index: int = -100
     eod_id: int | None = None
     remember: int = REMEMBER
+    bos_id: int | None = None
+    tokenizer_vocab: int | None = None  # the tokenizer's size, where the auditor was given it
 
     def check(self) -> None:
         if not isinstance(self.vocab_size, int) or self.vocab_size < 2:
@@ -88,9 +121,11 @@ class Seen:
     def __init__(self, remember: int = REMEMBER):
         self.batches = Sightings(remember)
         self.samples = Sightings(remember)
+        self.ranks: set[int] = set()
 
     def enter(self, digests: tuple[int, list[int]], step: int, rank: int) -> None:
         whole, rows = digests
+        self.ranks.add(rank)
         self.batches.add(whole, sighting(step, 0, rank))
         self.samples.add_many(rows, [sighting(step, row, rank, row == len(rows) - 1) for row in range(len(rows))])
 
@@ -102,6 +137,21 @@ class Run:
     length: int = 0  # samples in the run, the previous batches' included
     here: int = 0  # of them, rows of this batch
     start: int | None = None  # the earlier sighting of the run's first row in this batch
+
+
+def _plain_rows(ids: np.ndarray) -> np.ndarray:
+    """Rows of few distinct ids (1/`PLAIN_SHARE` of their length or fewer) with one id making `PLAIN_TOP` of them
+    or more: dumps of zero bytes, rulers, padding. Such content recurs in many documents, so an equal row is equal
+    content, not the same sample; they neither start nor carry a replay's run. (Byte-level text has few distinct
+    ids too, but no id that common.)"""
+    ordered = np.sort(ids, axis=1)
+    starts = np.ones(ordered.shape, bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    distinct = starts.sum(axis=1)
+    index = np.broadcast_to(np.arange(ordered.shape[1]), ordered.shape)
+    run_start = np.maximum.accumulate(np.where(starts, index, 0), axis=1)
+    top = (index - run_start).max(axis=1) + 1
+    return (distinct * PLAIN_SHARE <= ids.shape[1]) & (top >= PLAIN_TOP * ids.shape[1])
 
 
 def _longest_run(earlier: list[int | None], last: int | None, carried: int) -> tuple[Run, int]:
@@ -141,6 +191,14 @@ class StreamAudit:
         self.looked_at = 0  # samples this stream has looked at
         self.last_constant: int | None = None  # the id of the previous batch, where it was one id throughout
         self.last_alongside = False
+        self.rounding = RoundingWatch()
+        self.rounded = False  # ids-rounded was named: what the ids' range says is the cast's doing
+        self.shapes = DocumentShapes(settings.bos_id, settings.eod_id)
+        self.replays = DocumentReplays(settings.remember)
+        self.order = OrderWatch()
+        self.from_other_ranks = self.from_own_rank = 0  # samples seen again at a later step, by where first seen
+        self.ranks_seen = {rank}
+        self.batch_sets = Sightings(settings.remember)  # each batch's samples as a set: a batch made again
 
     def statistics(self) -> dict:
         return {"steps": self.step, "rows": self.rows, "tokens": self.tokens, "length": self.length,
@@ -161,9 +219,11 @@ class StreamAudit:
             found.append(Finding(code, self.step, self.rank, message))
 
         random = self._random(batch, finding)
+        self._rounding(batch, finding, random)
         constant = self._ids(batch, finding, random)
         if not random and not constant:  # random or constant inputs match no label
             self._labels(batch, finding)  # layout: one finding says it
+            self._documents(batch, finding)
         self._repeats(batch, digests, finding)
         if self.overlap is not None:
             found_overlap = self.overlap.find(batch.input_ids)
@@ -203,22 +263,33 @@ class StreamAudit:
         elif (zero_rows := int((~ids.any(axis=1)).sum())) and ids.shape[1] >= 8:
             finding("constant-batch", f"{zero_rows} of {ids.shape[0]} rows are all id 0 (a zero-filled buffer); fix: "
                     "check the reader returns data for every sample")
-        if s.vocab_size > WRAP_LIMIT and not random:  # random ids say nothing of how they were stored
-            self._wrapped(batch, finding)
+        if not random and not self.rounded:  # random or rounded ids say nothing of how they were stored
+            self._range(batch, finding)
         return constant
 
-    def _wrapped(self, batch: Batch, finding) -> None:
-        ids = batch.input_ids
+    def _rounding(self, batch: Batch, finding, random: bool) -> None:
+        """Ids handed over in a float type, or cast to one and back (`helpers.audit.casts`)."""
+        line = handed_over_as_float(batch.stored_dtype, self.settings.vocab_size)
+        if line is None and not random and not self.rounded:
+            line = self.rounding.look(batch.input_ids, self.settings.vocab_size)
+        if line is not None:
+            self.rounded = True
+            finding("ids-rounded", line)
+
+    def _range(self, batch: Batch, finding) -> None:
+        """What the ids' range says once WRAP_TOKENS have come: wrapped by uint16, or another vocabulary's
+        (`helpers.audit.vocabulary`); a batch handed over as uint16 for a larger vocabulary at once."""
+        s, ids = self.settings, batch.input_ids
         self.high_ids += int((ids >= WRAP_LIMIT).sum())
         checked = self.tokens - ids.size  # tokens counted before this batch
-        if batch.stored_dtype == "uint16":
-            finding("id-wraparound", f"ids handed over as uint16 for a vocabulary of {self.settings.vocab_size:,}: "
+        if batch.stored_dtype == "uint16" and s.vocab_size > WRAP_LIMIT:
+            finding("id-wraparound", f"ids handed over as uint16 for a vocabulary of {s.vocab_size:,}: "
                     "every id from 65,536 up has lost its top bits; fix: store them as int32 (Megatron's choice above "
                     "65,500 ids) or int64")
-        elif not self.high_ids and self.tokens >= WRAP_TOKENS and checked < WRAP_TOKENS:
-            finding("id-wraparound", f"no id >= 65,536 in the first {self.tokens:,} tokens of a "
-                    f"{self.settings.vocab_size:,}-id vocabulary (real text uses them for about 2% of its tokens): "
-                    "ids wrapped by a uint16 array; fix: store them as int32 or int64")
+        elif self.tokens >= WRAP_TOKENS and checked < WRAP_TOKENS:
+            said = verdict(self.max_id, s.vocab_size, s.tokenizer_vocab)
+            if said is not None:
+                finding(*said)
 
     def _random(self, batch: Batch, finding) -> bool:
         """The per-row windows and the pooled ids against a uniform draw; True when either looks like one."""
@@ -270,6 +341,10 @@ class StreamAudit:
         s, labels = self.settings, batch.labels
         if labels is None:
             return
+        empty = no_labels(labels, s.ignore_index)
+        if empty is not None:
+            finding("no-labels", empty)
+            return
         shares = label_matches(batch.input_ids, labels, s.ignore_index)
         seen = [name for name, share in shares.items() if share is not None and share >= MATCHES]
         if len(seen) == 1:
@@ -289,27 +364,51 @@ class StreamAudit:
             finding("labels-misaligned", f"labels are neither input_ids nor input_ids one token on: {got} (share of "
                     f"label positions matching each layout: {shown}); fix: labels are input_ids (the model shifts) "
                     "or x[t+1]")
-        pads = padding_positions(batch.input_ids, batch.attention_mask, s.pad_id, s.eod_id)
+        inverted = inverted_mask(batch.input_ids, batch.attention_mask, s.pad_id)
+        if inverted is not None:
+            finding("attention-mask-inverted", inverted)
+            return
+        pads = hidden_padding(batch.input_ids, batch.attention_mask, s.pad_id, s.eod_id)
         in_loss = int((pads & (labels != s.ignore_index)).sum())
         if in_loss:
             finding("padding-in-loss", f"{in_loss:,} padding positions of {int(pads.sum()):,} carry a label (not "
                     f"{s.ignore_index}): the loss learns to predict padding; fix: set labels to {s.ignore_index} "
                     "where attention_mask is 0 (or the input is the pad id)")
 
+    def _documents(self, batch: Batch, finding) -> None:
+        """The checks on documents (`helpers.audit.documents`): their starts, lengths and ends, documents seen
+        again in other rows, and the stream's order."""
+        s, ids = self.settings, batch.input_ids
+        if batch.attention_mask is not None and inverted_mask(ids, batch.attention_mask, s.pad_id) is not None:
+            return  # where the padding is cannot be read from this mask
+        found = documents(ids, hidden_padding(ids, batch.attention_mask, s.pad_id, s.eod_id), s.eod_id)
+        for code, line in self.shapes.look(ids, batch.labels, found):
+            finding(code, line)
+        replayed = self.replays.look(ids, found, self.step)
+        if replayed is not None:
+            finding("repeated-documents", replayed)
+        ordered = self.order.look(ids, [end - start for _, start, end in found.whole])
+        if ordered is not None:
+            finding("unshuffled", ordered)
+
     def _repeats(self, batch: Batch, digests: tuple[int, list[int]], finding) -> None:
         """A replay (this batch's samples seen before, in the order they came then) and samples shared with
         another rank at this step; then this batch's digests entered as seen."""
         seen, whole, rows = self.seen, *digests
         sightings = seen.samples.get_many(rows)
-        earlier = [value if value is not None and where(value)[0] < self.step else None for value in sightings]
+        plain = _plain_rows(batch.input_ids)
+        earlier = [value if value is not None and where(value)[0] < self.step and not flat else None
+                   for value, flat in zip(sightings, plain)]
         alongside = [value for value in sightings if value is not None and where(value)[0] == self.step
                      and where(value)[2] != self.rank]
         self.looked_at += len(rows)
+        self._count_by_rank(earlier)
         longest, self.chain = _longest_run(earlier, self.last_sighting, self.chain)
         needed = replay_run_needed(len(seen.samples), self.looked_at)
-        enough = longest.length >= needed and longest.here * 2 >= len(rows)
-        shared = len(alongside) * 2 >= len(rows) and (len(alongside) > 1 or self.last_alongside)
         batch_seen = seen.batches.get(whole)
+        enough = (longest.length >= needed and longest.here * 2 >= len(rows)) or (
+            not plain.any() and self._redrawn(batch_seen, rows))
+        shared = len(alongside) * 2 >= len(rows) and (len(alongside) > 1 or self.last_alongside)
         if shared:
             other = where(alongside[0])[2]
             if batch_seen == sighting(self.step, 0, other):
@@ -322,16 +421,77 @@ class StreamAudit:
                     "(DistributedSampler(dataset, num_replicas=W, rank=r), or the loader's rank=)")
         elif enough and batch_seen is not None and where(batch_seen)[0] < self.step:
             step, _, rank = where(batch_seen)
-            finding("repeated-batch", f"this batch equals the one at step {step} (rank {rank}), its samples in the "
-                    f"same order: {REPLAY_CAUSES}; {REPLAY_FIX}")
+            just_before = ("the batch just before it: each batch comes again at once, as DataLoader workers that each "
+                           "read the whole stream give it (an IterableDataset that does not split its data by "
+                           "torch.utils.data.get_worker_info()); fix: give each worker its own share of the data "
+                           if step == self.step - 1 and rank == self.rank else "")
+            if just_before:
+                finding("repeated-batch", f"this batch equals {just_before}(or use a map-style dataset with a "
+                        "sampler)")
+            else:
+                finding("repeated-batch", f"this batch equals the one at step {step} (rank {rank}), its samples in "
+                        f"the same order: {REPLAY_CAUSES}; {REPLAY_FIX}")
         elif enough:
             finding("repeated-samples", f"{longest.here} of {len(rows)} samples come back in the order they were "
                     f"trained on at step {where(longest.start)[0]} ({longest.length} in a row; a new epoch's "
                     f"shuffle of {len(seen.samples):,} samples gives {needed} in a row less than once in 10,000 runs): "
                     f"{REPLAY_CAUSES}; {REPLAY_FIX}")
+        elif not plain.any():
+            self._regrouped(rows, finding)
+        self._shared_over_time(finding)
         self.last_sighting = earlier[-1]
         self.last_alongside = bool(alongside)
         seen.enter(digests, self.step, self.rank)
+
+    def _redrawn(self, batch_seen: int | None, rows: list[int]) -> bool:
+        """A whole batch equal to an earlier step's, its distinct samples in the same order: a reshuffle deals
+        one of perm(samples seen, rows) ordered batches, so a match among the steps so far is named once that
+        chance is under 1 in `EXACT_CHANCE` (`Trainer(ignore_data_skip=True)` at its first resumed step)."""
+        if batch_seen is None or where(batch_seen)[0] >= self.step or len(set(rows)) != len(rows) or len(rows) < 2:
+            return False
+        return math.perm(len(self.seen.samples), len(rows)) >= EXACT_CHANCE * (self.step + 1)
+
+    def _regrouped(self, rows: list[int], finding) -> None:
+        """A batch holding the same samples as an earlier one, in any order: batches made once, then only their
+        order shuffled each epoch. A reshuffle groups the same samples again less than once in CHANCE runs
+        where the distinct samples seen can make that many more groups than there are pairs of steps."""
+        distinct = len(set(rows))
+        key = (sum(rows) + distinct) % (1 << 64)
+        earlier = self.batch_sets.get(key)
+        self.batch_sets.add(key, self.step)
+        if distinct < 2 or earlier is None or earlier >= self.step:
+            return
+        groups = math.comb(len(self.seen.samples), distinct)
+        if groups < CHANCE * (self.step + 1) ** 2:
+            return
+        finding("repeated-batch", f"this batch holds the same {distinct} samples as the one at step {earlier}, in "
+                "another order: the batches were made once and only their order is shuffled each epoch, so the "
+                "same samples always share a step; fix: shuffle the samples, then batch them (DataLoader(dataset, "
+                "shuffle=True, batch_size=...)), not a list of batches")
+
+    def _count_by_rank(self, earlier: list[int | None]) -> None:
+        for value in earlier:
+            if value is not None:
+                rank = where(value)[2]
+                self.ranks_seen.add(rank)
+                if rank == self.rank:
+                    self.from_own_rank += 1
+                else:
+                    self.from_other_ranks += 1
+
+    def _shared_over_time(self, finding) -> None:
+        """Samples that another rank trained on at an earlier step, far more often than this rank's own come
+        back: every rank reads the whole dataset in its own order (a shuffle seeded per rank, no sampler). A
+        corpus's duplicates and new epochs bring back this rank's samples as often as the others'."""
+        ranks = max(len(self.ranks_seen), len(self.seen.ranks))
+        other, own = self.from_other_ranks, self.from_own_rank
+        if ranks < 2 or other < max(SHARED_FEWEST, SHARED_RATIO * (ranks - 1) * (own + 1)):
+            return
+        finding("same-data-across-ranks", f"{other:,} samples this rank trained on had been trained on by another "
+                f"rank at an earlier step, against {own:,} of its own seen again: every rank reads the whole "
+                "dataset in an order of its own, so each sample is trained on once per rank and an epoch costs W "
+                "times its work; fix: give each rank its share (DistributedSampler(dataset, num_replicas=W, "
+                "rank=r), or the loader's rank=), and one seed on every rank")
 
 
 def _streams_checked(streams: Sequence) -> None:
@@ -341,22 +501,23 @@ def _streams_checked(streams: Sequence) -> None:
 
 def audit(batches: Iterable, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
           ignore_index: int = -100, eod_id: int | None = None, max_steps: int | None = None,
-          remember: int = REMEMBER, overlap=None) -> Report:
+          remember: int = REMEMBER, overlap=None, bos_id: int | None = None) -> Report:
     """Audit one rank's stream of batches (read once, lazily, up to `max_steps`); see `helpers.audit`.
     `remember`: the sample digests kept to find replays by (see `helpers.audit.live.Auditor`); `overlap`: an
     `helpers.audit.eval_overlap.EvalOverlap` to look for evaluation n-grams with."""
     return audit_ranks([batches], vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                       eod_id=eod_id, max_steps=max_steps, remember=remember, overlap=overlap)
+                       eod_id=eod_id, max_steps=max_steps, remember=remember, overlap=overlap, bos_id=bos_id)
 
 
 def audit_ranks(streams: Sequence[Iterable], *, vocab_size: int, labels: str | None = None,
                 pad_id: int | None = None, ignore_index: int = -100, eod_id: int | None = None,
-                max_steps: int | None = None, remember: int = REMEMBER, overlap=None) -> Report:
+                max_steps: int | None = None, remember: int = REMEMBER, overlap=None,
+                bos_id: int | None = None) -> Report:
     """Audit several ranks' streams offline, step by step together: each as `audit` does, and their batches
     compared with each other's at every step."""
     _streams_checked(streams)
     settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                             eod_id=eod_id, remember=remember)
+                             eod_id=eod_id, remember=remember, bos_id=bos_id)
     settings.check()
     seen = Seen(remember)
     audits = [StreamAudit(settings, rank, seen, overlap) for rank in range(len(streams))]
