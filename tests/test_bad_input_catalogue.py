@@ -103,6 +103,8 @@ PREPROCESS = [
     Case("output folder is a file", "preprocess",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-prefix", str(jsonl(f, "", "a_file") / "d"),
                     "--tokenizer", "bytes", "--workers", "1"], 2, ("a_file", "fix:")),
+    Case("a shard setting without --format shards", "preprocess", preprocess_args(GOOD, "--tokens-per-shard", "50"), 2,
+         ("--tokens-per-shard 50: only --format shards reads it", "fix: add --format shards")),
 ]
 
 
@@ -211,6 +213,8 @@ CLEAN = [
          ("notes.txt", "no reader takes", "fix:")),
     Case("--pii of a kind it does not mask", "clean", clean_args(GOOD, "--pii", "fax"), 2,
          ("--pii fax", "email,ip", "fix:")),
+    Case("--ngram without --fuzzy or --decontaminate", "clean", clean_args(GOOD, "--exact", "--ngram", "7"), 2,
+         ("--ngram 7: only --fuzzy or --decontaminate read it", "fix: add --fuzzy or --decontaminate EVAL")),
     Case("bad record without --skip-bad-records", "clean", clean_args(GOOD + "[1]\n", "--exact"), 2,
          ("input.jsonl:2", "not an object", "--skip-bad-records")),
 ]
