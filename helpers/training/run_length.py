@@ -71,7 +71,8 @@ def resumed_length(checkpoint: Path, run: dict, batches, steps: int) -> RunLengt
         raise UserError(f"{checkpoint}: the run's {steps} steps of {step_samples} samples leave {left:,} after the "
                         f"{consumed:,} taken, not a whole number of global batches of {global_batch}; fix: resume "
                         f"with a global batch that divides {left:,} (e.g. {step_samples}), or other --steps")
-    length = RunLength(first_step, first_step + max(left, 0) // global_batch, consumed, global_batch, step_samples)
+    length = RunLength(first_step, first_step + max(left, 0) // global_batch, consumed=consumed,
+                       global_batch=global_batch, step_samples=step_samples)
     position = getattr(batches, "step", None)
     if position is not None and len(batches) - position < length.last_step - first_step:
         raise UserError(f"the loader holds {len(batches) * global_batch:,} samples, the run's {steps} steps of "

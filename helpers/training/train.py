@@ -567,7 +567,7 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     peak = peak_flops(device)
     peak = None if peak is None else peak * ranks.world_size
     warn_about_cuda_only_settings(settings, device)
-    length = resume_point(checkpoints, (model, optimizer), batches, config, settings.steps)
+    length = resume_point(checkpoints, (model, optimizer), batches, config, steps=settings.steps)
     first_step, last_step = length.first_step, length.last_step
     if checkpoints is not None and checkpoints.until_step is not None:
         last_step = min(last_step, checkpoints.until_step)
