@@ -80,3 +80,26 @@ def test_a_resumed_schedule_names_each_phase_by_its_sample_and_this_runs_step(sc
     assert "sample 0 (the schedule's step 0 of 8 samples; step 0 of this run's 4): 0.8 x docs" in opening
     assert "sample 24 (the schedule's step 3 of 8 samples; step 6 of this run's 4): 0.1 x docs" in opening
     assert len(rows(tmp_path / "after.csv")) == 8  # the 48 samples after the first 16, in steps of 4
+
+
+def test_train_refuses_a_loader_too_short_for_the_uninterrupted_runs_samples(docs_bytes_prefix, tmp_path):
+    """In Python, where the loader is made by hand: one made as `steps x the new batch` cannot hold the run."""
+    from helpers.common.errors import UserError
+    from helpers.loading.loader import make_dataloader
+    from helpers.training.train import CheckpointPlan, build_model, llama_config, train, train_settings
+
+    config = llama_config("cpu-tiny", vocab_size=258, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                          num_attention_heads=4)
+
+    def run(batch: int, samples: int, **plan):
+        loader = make_dataloader([docs_bytes_prefix], seq_length=8, batch_size=batch, num_samples=samples,
+                                 cache_dir=None)
+        settings = train_settings("cpu-tiny", steps=4, batch_size=batch, seq_length=8, eval_every=0)
+        return train(build_model(config, seed=0), loader, settings, progress=False,
+                     checkpoints=CheckpointPlan(folder=tmp_path, **plan))
+
+    run(4, 16, until_step=2)
+    with pytest.raises(UserError, match=r"the loader holds 8 samples, the run's 4 steps of 4 take 16; "
+                                        r"fix: make the loader with num_samples=16"):
+        run(2, 8, resume=True)
+    assert len(run(2, 16, resume=True).log) == 4  # the 8 samples left, in steps of 2

@@ -216,7 +216,7 @@ class ScheduledSource(Source):
                                                                                                          settings)
         self.num_samples = int(num_samples)
         self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
-                           global_batch=settings.global_batch)
+                       global_batch=settings.global_batch)
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
 
@@ -421,7 +421,7 @@ class PackedSource(Source):
             self.num_samples = int(num_samples) if num_samples is not None else \
                 max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
             self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
-                               global_batch=settings.global_batch)
+                           global_batch=settings.global_batch)
 
     def _row_of(self, sample: int) -> tuple[int, int, int]:
         """(dataset position, its row number in its own order, the shuffle's salt) of global sample `sample`."""

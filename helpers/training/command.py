@@ -13,9 +13,9 @@ tokens only with `--synthetic` (and `--vocab-size`); missing real data is an err
 run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
 run would have taken (with another `--global-batch-size`, its samples: `--steps` counts the first run's global
 batches); `--data-schedule FILE` changes the mix by step (`helpers.loading.schedule`), and a run resumed with
-other weights or another schedule continues every dataset where it stood. `--audit` checks
-every batch before its step (`helpers.audit`; under torchrun the ranks compare their batches) and stops the
-run at the first finding, in one line; `--plant-bug NAME` does one of the silent data bugs of
+other weights or another schedule continues every dataset where it stood. `--audit` checks every batch before
+its step (`helpers.audit`; under torchrun the ranks compare their batches) and stops the run at the first
+finding, in one line; `--plant-bug NAME` does one of the silent data bugs of
 `helpers.audit.planting` to the real batches, and says so, to see the audit name it.
 """
 
