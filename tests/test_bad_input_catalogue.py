@@ -54,6 +54,7 @@ def preprocess_args(content: bytes | str, *extra: str, name: str = "input.jsonl"
 
 
 GOOD = '{"text": "a good record"}\n'
+PREPROCESS_SKIPS = "or pass --skip-bad-records to go on without such records (each kind is counted in the summary)"
 
 
 def zstd_bytes(text: str) -> bytes:
@@ -75,17 +76,19 @@ PREPROCESS = [
     Case("empty file", "preprocess", preprocess_args(""), 2, ("input.jsonl", "empty", "fix:")),
     Case("blank lines only", "preprocess", preprocess_args("\n\n  \n"), 2, ("input.jsonl", "no document", "fix:")),
     Case("invalid JSON", "preprocess", preprocess_args(GOOD + '{"text": "cut\n'), 2,
-         ("input.jsonl:2", "invalid JSON", "fix:")),
+         ("input.jsonl:2", "invalid JSON", "fix:", PREPROCESS_SKIPS)),
     Case("truncated last record", "preprocess", preprocess_args(GOOD + GOOD + '{"text": "no end'), 2,
          ("input.jsonl:3", "invalid JSON", "fix:")),
-    Case("not an object", "preprocess", preprocess_args(GOOD + "[1, 2]\n"), 2, ("input.jsonl:2", "not an object")),
+    Case("not an object", "preprocess", preprocess_args(GOOD + "[1, 2]\n"), 2,
+         ("input.jsonl:2", "not an object", PREPROCESS_SKIPS)),
     Case("missing key", "preprocess", preprocess_args('{"body": "x"}\n'), 2,
-         ("input.jsonl:1", "no 'text' field", "--json-keys")),
-    Case("number as text", "preprocess", preprocess_args('{"text": 5}\n'), 2, ("input.jsonl:1", "'text'", "fix:")),
+         ("input.jsonl:1", "no 'text' field", "--json-keys", PREPROCESS_SKIPS)),
+    Case("number as text", "preprocess", preprocess_args('{"text": 5}\n'), 2,
+         ("input.jsonl:1", "'text'", "fix:", PREPROCESS_SKIPS)),
     Case("invalid UTF-8", "preprocess", preprocess_args(GOOD.encode() + b'{"text": "caf\xe9"}\n'), 2,
          ("input.jsonl:2", "UTF-8", "fix:")),
     Case("lone surrogate", "preprocess", preprocess_args(GOOD + '{"text": "lone \\ud800 surrogate"}\n'), 2,
-         ("input.jsonl:2", "surrogate", "fix:")),
+         ("input.jsonl:2", "surrogate", "fix:", PREPROCESS_SKIPS)),
     Case("duplicate key in a record", "preprocess", preprocess_args('{"text": "one", "text": "two"}\n'), 2,
          ("input.jsonl:1", "'text'", "twice", "fix:")),
     Case("the same --json-keys twice", "preprocess", preprocess_args(GOOD, "--json-keys", "text", "text"), 2,
@@ -103,6 +106,8 @@ PREPROCESS = [
     Case("output folder is a file", "preprocess",
          lambda f: ["--input", str(jsonl(f, GOOD)), "--output-prefix", str(jsonl(f, "", "a_file") / "d"),
                     "--tokenizer", "bytes", "--workers", "1"], 2, ("a_file", "fix:")),
+    Case("a shard setting without --format shards", "preprocess", preprocess_args(GOOD, "--tokens-per-shard", "50"), 2,
+         ("--tokens-per-shard 50: only --format shards reads it", "fix: add --format shards")),
 ]
 
 
@@ -128,7 +133,7 @@ PREPROCESS += [
     Case("Parquet column of numbers", "preprocess", parquet_args({"text": [1, 2]}), 2,
          ("input.parquet", "column 'text'", "not strings", "fix:")),
     Case("Parquet null text", "preprocess", parquet_args({"text": ["a", "b", "c", None]}), 2,
-         ("input.parquet: row 3 (row group 1)", "null", "fix:")),
+         ("input.parquet: row 3 (row group 1)", "null", "fix:", PREPROCESS_SKIPS)),
     Case("Parquet damaged", "preprocess", parquet_args(b"PAR1 not really parquet PAR1"), 2,
          ("input.parquet", "not a readable Parquet file", "fix:")),
     Case("Parquet empty file", "preprocess", parquet_args(b""), 2, ("input.parquet", "empty", "fix:")),
@@ -211,6 +216,8 @@ CLEAN = [
          ("notes.txt", "no reader takes", "fix:")),
     Case("--pii of a kind it does not mask", "clean", clean_args(GOOD, "--pii", "fax"), 2,
          ("--pii fax", "email,ip", "fix:")),
+    Case("--ngram without --fuzzy or --decontaminate", "clean", clean_args(GOOD, "--exact", "--ngram", "7"), 2,
+         ("--ngram 7: only --fuzzy or --decontaminate read it", "fix: add --fuzzy or --decontaminate EVAL")),
     Case("bad record without --skip-bad-records", "clean", clean_args(GOOD + "[1]\n", "--exact"), 2,
          ("input.jsonl:2", "not an object", "--skip-bad-records")),
 ]

@@ -146,9 +146,9 @@ def test_bad_record_names_file_and_line_and_leaves_nothing(corpus, tmp_path):
 
 @pytest.mark.parametrize("arguments,expected", [
     (["--exact"], "no such file"),
-    (["--exact", "--threshold", "1.5"], "--threshold 1.5"),
+    (["--fuzzy", "--threshold", "1.5"], "--threshold 1.5"),
     ([], "no step asked for"),
-    (["--exact", "--line-min-count", "1"], "--line-min-count 1"),
+    (["--lines", "--line-min-count", "1"], "--line-min-count 1"),
 ])
 def test_cli_refuses_bad_requests_in_one_line(corpus, tmp_path, arguments, expected):
     inputs = [str(corpus[0])] if expected != "no such file" else [str(tmp_path / "missing.jsonl")]

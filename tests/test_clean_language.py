@@ -134,7 +134,8 @@ def test_labels_are_fields_and_columns_the_same_for_any_number_of_parts(multilin
     (["--languages", ","], "--languages: no language named; fix:"),
     (["--languages", "any,en"], "'any' keeps every language; fix:"),
     (["--languages", "en", "--language-threshold", "1.5"], "--language-threshold 1.5: a score is a probability"),
-    (["--normalize", "--language-threshold", "5"], "--language-threshold 5.0: a score is a probability"),
+    (["--normalize", "--language-threshold", "0.5"], "--language-threshold 0.5: only --languages reads it; fix: add "
+                                                     "--languages CODES, or leave --language-threshold out"),
     (["--languages", "en", "--json-key", "language"], "--json-key language: the language step writes a label of "
                                                       "that name, which would replace the text; fix:"),
 ])

@@ -115,9 +115,14 @@ def test_the_command_line_masks_and_reports(corpus_dir, tmp_path):
                            "--output-dir", str(tmp_path), "--pii", "--no-progress", "--workers", "1"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "pii -0" in done.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["settings"]["steps"] == ["pii"] and report["inputs"][0]["steps"][-1]["counts"]["emails"] > 0
+    counts = report["inputs"][0]["steps"][-1]["counts"]
+    records = report["inputs"][0]["steps"][0]["documents_out"]
+    # what it replaced, not a removal count: the step removes no record
+    assert done.stdout.splitlines()[0] == (f"code.jsonl: {records} records -> {records} kept (pii: {counts['emails']} "
+                                           f"e-mails, {counts['ips']} IPs, {counts['phones']} phone numbers masked)")
+    assert "pii -" not in done.stdout
 
 
 @pytest.fixture

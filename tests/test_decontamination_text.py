@@ -152,6 +152,19 @@ def test_clean_drops_or_cuts_planted_leaks_names_them_and_counts_them(humaneval,
     assert cut["inputs"][0]["steps"][1]["bytes_trimmed"] > 0
 
 
+def test_the_summary_of_gpt3_mode_says_the_spans_it_cut(tmp_path):
+    from helpers.clean.report import summary_lines
+
+    item = "the quick brown fox jumps over the lazy dog while the cat sleeps on a warm mat by the door"
+    evals = tmp_path / "mine.jsonl"
+    evals.write_text(json.dumps({"text": item}) + "\n")
+    document = tmp_path / "docs.jsonl"
+    around = "a long stretch of ordinary prose that holds nothing of the benchmark at all " * 8
+    document.write_text("".join(json.dumps({"text": text}) + "\n" for text in (around + item + " " + around, "other")))
+    report = clean([document], tmp_path / "cut", decontaminate=[str(evals)], decontaminate_mode="gpt3", progress=False)
+    assert summary_lines(report)[0] == "docs.jsonl: 2 records -> 2 kept (decontaminate -0 and 1 span cut)"
+
+
 def test_an_eval_file_with_named_fields_and_bad_requests_in_one_line(tmp_path, refused_by_clean):
     evals = tmp_path / "mine.jsonl"
     evals.write_text(json.dumps({"id": "q1", "question": "What is the capital city of the small country Wakanda",

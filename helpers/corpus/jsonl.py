@@ -40,6 +40,14 @@ class BadRecord(ValueError):
         self.kind, self.reason, self.record = kind, reason, record
 
 
+def offering_skip(where: str, reason: str, skipped: str) -> str:
+    """A bad record's one line, its fix ending with the way past it, `--skip-bad-records` (`skipped`: what becomes of
+    the records it skips), so that a user with a large file need not repair it line by line."""
+    what, _, fix = reason.partition("; fix: ")
+    return (f"{where}: {what}; fix: {fix + ', or ' if fix else ''}pass --skip-bad-records to go on without such "
+            f"records ({skipped})")
+
+
 def check_json_keys(keys: Iterable[str]) -> tuple[str, ...]:
     """The fields to read; none, or one named twice (each would be written twice), is refused."""
     keys = tuple(keys)

@@ -196,7 +196,8 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
                     vocab_size: int | None = None, packing: str | None = None, tokenizer: str | None = None,
                     eod_id: int | None = None, reset_position_ids: bool = False, eod_mask_loss: bool = False,
                     cache_dir=CACHE_DIR, pin_memory: bool | None = None,
-                    prefetch_factor: int | None = 4, schedule=None) -> TokenBatches:
+                    prefetch_factor: int | None = 4, schedule=None,
+                    samples_per_step: int | None = None) -> TokenBatches:
     """Batches of `[batch_size, seq_length]` int64 tensors in the layout of `helpers.datasets.layout`.
 
     `data_path`: Megatron prefixes or a weighted blend (`["0.7", P1, "0.3", P2]`), a flat `.npy`, or a
@@ -207,7 +208,9 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
     `schedule`: the mix of the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
     (800, [0.2, 0.8])]`, a step being a global batch (`helpers.loading.schedule`); a weighted blend is one phase.
     `load_state_dict` of a state saved under another mix continues every dataset from where it stood; under another
-    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`).
+    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`). `samples_per_step`:
+    the samples a schedule's step counts when that is not this run's global batch (a run resumed with another:
+    the batch of the run that started it), so that the opening line says where each phase starts in this run.
     """
     if batch_size < 1 or seq_length < 1:
         raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
@@ -218,7 +221,7 @@ def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "
         num_samples=num_samples, source=source, vocab_size=vocab_size, packing=packing, tokenizer=tokenizer,
         eod_id=eod_id, reset_position_ids=reset_position_ids, eod_mask_loss=eod_mask_loss,
         cache_dir=None if cache_dir is None else str(cache_dir), schedule=schedule,
-        samples_per_step=batch_size * world_size))
+        samples_per_step=samples_per_step or batch_size * world_size, global_batch=batch_size * world_size))
     if data.kind == "synthetic":
         log.warning(data.describe())
     else:

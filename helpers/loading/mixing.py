@@ -38,12 +38,14 @@ class Entry:
 class Mix:
     """Registry, segments and the choice of every global sample, for `prefixes` and their `phases`."""
 
-    def __init__(self, prefixes: list[str], phases, samples_per_step: int, num_samples: int):
-        """`samples_per_step`: this run's global batch, which a schedule's steps count unless a resume says
-        otherwise."""
+    def __init__(self, prefixes: list[str], phases, samples_per_step: int, num_samples: int,
+                 global_batch: int | None = None):
+        """`samples_per_step`: the samples a schedule's step counts, this run's global batch unless a resume says
+        otherwise (a run resumed with another global batch may say so from the start: the batch of the run that
+        started it). `global_batch`: this run's, when it differs."""
         self.prefixes, self.phases = [str(p) for p in prefixes], phases
         self.samples_per_step, self.num_samples = samples_per_step, num_samples
-        self.global_batch = samples_per_step
+        self.global_batch = global_batch or samples_per_step
         self.registry = [Entry(Path(p).name, p, fingerprint(p), k) for k, p in enumerate(self.prefixes)]
         self.segments = self._future()
         self._choose()

@@ -70,7 +70,8 @@ class SourceSettings:
     eod_mask_loss: bool = False
     cache_dir: str | None = None
     schedule: Any = None  # [(step, weights), ...] over the prefixes of data_path (see helpers.loading.schedule)
-    samples_per_step: int = 1  # the global batch: a schedule's steps in samples
+    samples_per_step: int = 1  # a schedule's steps in samples: the global batch (of the run that started)
+    global_batch: int | None = None  # this run's, where it differs from samples_per_step (a resume)
 
 
 def _digest(content: dict) -> str:
@@ -214,7 +215,8 @@ class ScheduledSource(Source):
             num_samples = self.orders[0].per_epoch if len(self.orders) == 1 else MegatronSource._one_pass(blend,
                                                                                                          settings)
         self.num_samples = int(num_samples)
-        self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples)
+        self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+                       global_batch=settings.global_batch)
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
 
@@ -254,7 +256,8 @@ class ScheduledSource(Source):
 
 
 def describe_mix(mix: Mix) -> str:
-    """`0.7 x a, 0.3 x b`, or for a schedule its phases: `step 0: 0.7 x a, 0.3 x b; step 800: ...`."""
+    """`0.7 x a, 0.3 x b`, or for a schedule its phases: `step 0: 0.7 x a, 0.3 x b; step 800: ...`. Where the
+    schedule's steps count another global batch than this run's (a resume), each phase by its first sample."""
     names = [Path(p).name for p in mix.prefixes]
 
     def weights(ws) -> str:
@@ -264,7 +267,19 @@ def describe_mix(mix: Mix) -> str:
         return f"by size x {names[0]}"  # all of it
     if len(mix.phases) == 1:
         return weights(mix.phases[0][1])
-    return "; ".join(f"step {step}: {weights(ws)}" for step, ws in mix.phases)
+    if mix.samples_per_step == mix.global_batch:
+        return "; ".join(f"step {step}: {weights(ws)}" for step, ws in mix.phases)
+    return "; ".join(f"{phase_start(step, mix.samples_per_step, mix.global_batch)}: {weights(ws)}"
+                     for step, ws in mix.phases)
+
+
+def phase_start(step: int, samples_per_step: int, global_batch: int) -> str:
+    """Where a phase at the schedule's `step` starts in a run of another global batch: its sample, and this run's
+    step (a phase may begin inside one of its batches)."""
+    sample = step * samples_per_step
+    here, inside = divmod(sample, global_batch)
+    return (f"sample {sample:,} (the schedule's step {step} of {samples_per_step} samples; "
+            f"{'inside ' if inside else ''}step {here:,} of this run's {global_batch})")
 
 
 # ---------------------------------------------------------------- a flat .npy
@@ -405,7 +420,8 @@ class PackedSource(Source):
             weights = phases[0][1]
             self.num_samples = int(num_samples) if num_samples is not None else \
                 max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
-            self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples)
+            self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+                           global_batch=settings.global_batch)
 
     def _row_of(self, sample: int) -> tuple[int, int, int]:
         """(dataset position, its row number in its own order, the shuffle's salt) of global sample `sample`."""

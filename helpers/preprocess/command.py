@@ -198,13 +198,17 @@ def main(argv: list[str] | None = None) -> int:
                              "(checked once, cached) and the input is large enough to pay for reading its "
                              "vocabulary, else the reference, saying why; fast: fastokens or an error; "
                              "reference: the tokenizer's own (tiktoken, sentencepiece, tokenizers). Same bytes")
-    parser.add_argument("--log-interval", type=int, default=1000, help="documents between log lines (no progress bar)")
+    parser.add_needing("--log-interval", ("--no-progress",), 1000, type=int,
+                       help="documents between log lines (--no-progress; default 1000)")
     parser.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
     parser.add_argument("--format", choices=["megatron", "npy", "shards"], default="megatron",
                         help="megatron .bin/.idx (default), one flat .npy, or fixed-size shards with train/val")
-    parser.add_argument("--tokens-per-shard", type=int, default=10_000_000, help="with --format shards")
-    parser.add_argument("--val-fraction", type=float, default=0.05, help="share of shards in val/ (--format shards)")
-    parser.add_argument("--shard-dtype", default=None, help="shard dtype, e.g. uint32 (default: Megatron's choice)")
+    parser.add_needing("--tokens-per-shard", ("--format shards",), 10_000_000, type=int,
+                       help="tokens per shard (--format shards; default 10,000,000)")
+    parser.add_needing("--val-fraction", ("--format shards",), 0.05, type=float,
+                       help="share of shards in val/ (--format shards; default 0.05)")
+    parser.add_needing("--shard-dtype", ("--format shards",),
+                       help="shard dtype, e.g. uint32 (--format shards; default: Megatron's choice)")
     args = parser.parse_args(argv)
     if args.format != "megatron" and not args.append_eod:
         raise UserError(f"--format {args.format} needs --append-eod: a flat token stream tells documents apart only "

@@ -19,6 +19,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.stop_signals import check_signals, die_with_parent, signals_held
 from ..corpus.columnar import GroupRef, RowsBatch, read_group
+from ..corpus.jsonl import offering_skip
 from ..corpus.ranges import LineBatch
 from ..corpus.records import records as read_records
 from ..corpus.records import texts_of
@@ -100,9 +101,10 @@ def _parsed(task: LineBatch | RowsBatch | GroupRef) -> tuple[BatchResult, list[d
     counts = {"bytes": 0, "blank": 0, "read": 0}
 
     def bad(number: int, place: int, kind: str, reason: str, where: str) -> None:
-        """Stop on a bad record, or count and remember it when asked to skip them."""
+        """Stop on a bad record (the fix offers `--skip-bad-records`), or count and remember it when asked to skip
+        them."""
         if not settings.skip_bad_records:
-            raise UserError(f"{where}: {reason}")
+            raise UserError(offering_skip(where, reason, "each kind is counted in the summary"))
         result.skipped[kind] += 1
         if len(result.first_skips) < FIRST_SKIPS:
             result.first_skips.append(f"{where}: {reason}")

@@ -11,10 +11,11 @@ tokens only with `--synthetic` (and `--vocab-size`); missing real data is an err
 `--model KEY=VALUE` and `--train KEY=VALUE` override the preset (e.g. `--model hidden_size=64`,
 `--train dtype=float64`). Rank 0 prints the summary and writes `--csv`. `--checkpoint-dir` saves the whole
 run; `--resume` continues it, on the same or another number of processes, with the steps an uninterrupted
-run would have taken; `--data-schedule FILE` changes the mix by step (`helpers.loading.schedule`), and a run
-resumed with other weights or another schedule continues every dataset where it stood. `--audit` checks
-every batch before its step (`helpers.audit`; under torchrun the ranks compare their batches) and stops the
-run at the first finding, in one line; `--plant-bug NAME` does one of the silent data bugs of
+run would have taken (with another `--global-batch-size`, its samples: `--steps` counts the first run's global
+batches); `--data-schedule FILE` changes the mix by step (`helpers.loading.schedule`), and a run resumed with
+other weights or another schedule continues every dataset where it stood. `--audit` checks every batch before
+its step (`helpers.audit`; under torchrun the ranks compare their batches) and stops the run at the first
+finding, in one line; `--plant-bug NAME` does one of the silent data bugs of
 `helpers.audit.planting` to the real batches, and says so, to see the audit name it.
 """
 
@@ -32,6 +33,7 @@ from ..loading.loader import make_dataloader
 from ..loading.schedule import load_schedule_file
 from .audit_flags import add_audit_flag, batches_for_the_model
 from .distributed import PARALLEL, join_ranks, leave_ranks
+from .run_length import resuming_global_batch
 from .train import (
     IMPLEMENTATIONS,
     PRESETS,
@@ -117,9 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
                         "processes; fix: give a multiple of --nproc-per-node")
     workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
+    # --steps count global batches of the run that started: a resume with another batch takes that run's samples
+    step_samples = (resuming_global_batch(args.checkpoint_dir) if args.resume else None) or settings.batch_size
     loader = make_dataloader(None if args.synthetic else data_path, schedule=schedule, split=args.split,
                              seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
-                             seed=settings.seed, num_samples=settings.steps * settings.batch_size,
+                             seed=settings.seed, num_samples=settings.steps * step_samples,
+                             samples_per_step=step_samples,
                              rank=loader_rank(args.plant_bug, ranks.rank, ranks.world_size),
                              world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
                              vocab_size=args.vocab_size, cache_dir=None, num_workers=workers)

@@ -39,6 +39,7 @@ from ..datasets.layout import IGNORE_INDEX
 from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
 from .fused_loss import LOSS_KERNELS, check_loss_kernel, fused_linear_loss
+from .run_length import RunLength, resumed_length
 from .staging import staged_batches
 from .step_log import PendingSteps, StepClock
 
@@ -546,7 +547,8 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
 
     `checkpoints` saves the whole run (model, optimizer, step, RNG, the loader's state; see
     `helpers.training.checkpoints`) and resumes it, on this or another number of processes: the steps
-    after a resume are the steps an uninterrupted run would have taken. The log holds this run's steps.
+    after a resume are the steps an uninterrupted run would have taken; with another global batch, its samples,
+    at its learning rates (`helpers.training.run_length`). The log holds this run's steps.
     """
     check_held_out(eval_batches)
     ranks = join_ranks()
@@ -565,7 +567,8 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     peak = peak_flops(device)
     peak = None if peak is None else peak * ranks.world_size
     warn_about_cuda_only_settings(settings, device)
-    first_step, last_step = resume_point(checkpoints, (model, optimizer), batches, config), settings.steps
+    length = resume_point(checkpoints, (model, optimizer), batches, config, steps=settings.steps)
+    first_step, last_step = length.first_step, length.last_step
     if checkpoints is not None and checkpoints.until_step is not None:
         last_step = min(last_step, checkpoints.until_step)
     batch_iterator = staged_batches(iter(batches), device, lambda batch: to_device(batch, device, model))
@@ -576,18 +579,18 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
                        disable=not progress or not ranks.main)
     try:
         for step in range(first_step, last_step):
-            lr = learning_rate(step, settings)
+            lr = learning_rate(length.schedule_step(step), settings)
             asked = time.perf_counter()
             batch = next(batch_iterator, None)  # on a GPU, already copied there while the last step ran
             data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
             if batch is None:
-                warnings.warn(f"the batches ran out after {step} of {settings.steps} steps", stacklevel=2)
+                warnings.warn(f"the batches ran out after {step} of {length.last_step} steps", stacklevel=2)
                 break
             loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
             tokens = batch["input_ids"].numel() * ranks.world_size
             pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
                          "flops_per_token": flops_per_token(config, batch["input_ids"].shape[1])}, loss, grad_norm)
-            evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == settings.steps - 1)
+            evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == length.last_step - 1)
             checkpoint_now = checkpoints is not None and checkpoints.due(step + 1, last_step)
             pause = evaluate_now or checkpoint_now or step == last_step - 1
             bar.update(1)
@@ -619,19 +622,19 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     return result
 
 
-def resume_point(checkpoints: CheckpointPlan | None, trained: tuple, batches, config) -> int:
-    """The step to start from: 0, or after the latest checkpoint when resuming (loaded into `trained`,
-    the model and optimizer, and into the loader `batches`)."""
+def resume_point(checkpoints: CheckpointPlan | None, trained: tuple, batches, config, steps: int) -> RunLength:
+    """The steps of this run of `steps`: all of them, or those after the latest checkpoint when resuming (loaded
+    into `trained`, the model and optimizer, and into the loader `batches`), in the loader's global batch."""
     if checkpoints is None:
-        return 0
+        return RunLength(0, steps)
     if not hasattr(batches, "state_dict"):
         raise UserError("checkpoints need the loader's state; fix: train on batches from make_dataloader")
     latest = latest_checkpoint(checkpoints.folder) if checkpoints.resume else None
     if latest is None:
-        return 0
+        return RunLength(0, steps)
     run = load_checkpoint(latest, *trained, identity=run_identity(config, batches))
     batches.load_state_dict(run["loader"])
-    return int(run["step"])
+    return resumed_length(latest, run, batches, steps)
 
 
 def progress_postfix(row: dict[str, Any]) -> dict[str, str]:
