@@ -73,6 +73,7 @@ REMEMBER = 1 << 21  # sample digests kept by default: 32 MiB in frozen blocks, p
 FEWEST_VALUES = 16  # the pooled test asks for ids spanning at least this many values
 CONSTANT_TOKENS = 64  # a batch of one id throughout is a finding from this many ids
 SHARED_FEWEST, SHARED_RATIO = 8, 4
+DOCUMENT_SHARE = 4  # the document keys kept: a quarter of `remember` each (starts, ends, first returns)
 PLAIN_SHARE, PLAIN_TOP = 8, 0.4  # plain content: few distinct ids, one of them common  # samples from other ranks' earlier steps, against this rank's own
 REPLAY_CAUSES = ("the stream loops, an epoch counter never advances (sampler.set_epoch), a resumed run replays "
                  "what it trained on, the batches were made once and only their order is shuffled each epoch, "
@@ -194,7 +195,7 @@ class StreamAudit:
         self.rounding = RoundingWatch()
         self.rounded = False  # ids-rounded was named: what the ids' range says is the cast's doing
         self.shapes = DocumentShapes(settings.bos_id, settings.eod_id)
-        self.replays = DocumentReplays(settings.remember)
+        self.replays = DocumentReplays(settings.remember // DOCUMENT_SHARE)
         self.order = OrderWatch()
         self.from_other_ranks = self.from_own_rank = 0  # samples seen again at a later step, by where first seen
         self.ranks_seen = {rank}
