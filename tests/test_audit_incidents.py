@@ -31,6 +31,7 @@ from audit_incident_pipelines import (
     meta_llama3_post_processor,
     nanogpt_batches,
     nanogpt_prepare,
+    packed_rows,
     recorder,
     run_clm_dataset,
     short_paragraphs,
@@ -769,7 +770,8 @@ def test_ids_of_a_smaller_vocabulary_are_named_vocab_mismatch(token_arrays, zoo,
     assert found is not None and found[0] == "vocab-mismatch" and found[1] <= by, report.summary()
     message = report.findings[0].message
     assert "uint16" not in message and "int32" not in message, message
-    assert str(highest) in message or f"{highest:,}" in message, (highest, message)
+    seen = max(int(x.max()) for x, _ in batches[:found[1] + 1])  # the evidence: the highest id by then
+    assert f"{seen:,}" in message, (seen, message)
 
 
 @pytest.mark.parametrize("name", TOKENIZERS)
@@ -1011,3 +1013,73 @@ def packed_rows_of(documents: list[list[int]], eod_id: int) -> list[dict]:
     stream = [token for ids in documents for token in [*ids, eod_id]]
     rows = torch.tensor(stream[:len(stream) // 512 * 512]).reshape(-1, 512)
     return [{"input_ids": row, "labels": row} for row in rows]
+
+
+# ---------------------------------------------------------------- found by trying the audit on other pipelines
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_the_same_rows_reshuffled_at_a_resume_are_named_repeated_samples(paragraph_corpora, corpus):
+    """A resume at step 57 that rebuilds the loader with another seed over the same packed rows (no new packing):
+    the rows trained on come back in a new order, mixed with new ones. Named within a few steps; the same rows
+    reshuffled each epoch, as a DataLoader(shuffle=True) does over several epochs, raise nothing."""
+    tokenizer = load_tokenizer("llama3")
+    rows = epoch_rows(paragraph_corpora[corpus], tokenizer.eod_id, ROW, seed=0)
+    order = [np.random.default_rng(seed).permutation(len(rows)) for seed in (1, 2, 3)]
+    resumed = batches_of(rows[order[0]], ROWS)[:STOP] + batches_of(rows[order[1]], ROWS)
+    found = first_finding(audit(resumed, vocab_size=tokenizer.vocab_size, labels="same", eod_id=tokenizer.eod_id))
+    assert found is not None and found[0] in {"repeated-samples", "repeated-documents"}, found  # both come back
+    assert STOP <= found[1] <= STOP + 8, found
+    epochs = [batch for permutation in order for batch in batches_of(rows[permutation], ROWS)]
+    report = audit(epochs, vocab_size=tokenizer.vocab_size, labels="same", eod_id=tokenizer.eod_id)
+    assert report.ok, report.summary()
+
+
+def test_hugging_face_group_by_length_raises_no_finding(hf_tokenizer, paragraphs):
+    """Trainer's group_by_length=True: LengthGroupedSampler sorts groups of 50 batches by length (copies of one
+    paragraph land side by side), padded per batch by the collator, three epochs."""
+    from transformers import DataCollatorForLanguageModeling
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    tokenizer = hf_tokenizer("llama3")
+    tokenizer.add_special_tokens({"pad_token": "<|finetune_right_pad_id|>"})
+    encoded = tokenizer(paragraphs[:1200], truncation=True, max_length=512)
+    features = [{"input_ids": ids} for ids in encoded["input_ids"]]
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)
+    batches = []
+    for epoch in range(3):
+        sampler = LengthGroupedSampler(8, lengths=[len(f["input_ids"]) for f in features],
+                                       generator=torch.Generator().manual_seed(epoch))
+        batches += [dict(batch) for batch in torch.utils.data.DataLoader(features, batch_size=8, sampler=sampler,
+                                                                         collate_fn=collator)]
+    report = audit(batches, vocab_size=len(tokenizer), labels="same", pad_id=tokenizer.pad_token_id,
+                   eod_id=tokenizer.eos_token_id)
+    assert report.ok, report.summary()
+
+
+def test_an_empty_document_padded_to_a_row_of_padding_raises_no_finding(hf_tokenizer, paragraphs):
+    """An empty file among the documents (an empty __init__.py) becomes a row of padding whose mask is all 0:
+    the mask is right."""
+    from transformers import DataCollatorForLanguageModeling
+
+    tokenizer = hf_tokenizer("mistral")
+    tokenizer.pad_token = tokenizer.unk_token
+    texts_ = paragraphs[:63] + [""]
+    features = [{"input_ids": ids} for ids in tokenizer(texts_, truncation=True, max_length=256,
+                                                       add_special_tokens=False)["input_ids"]]
+    batches = [DataCollatorForLanguageModeling(tokenizer, mlm=False)(features[at:at + 8]) for at in range(0, 64, 8)]
+    assert not batches[-1]["attention_mask"][-1].any()  # the empty document's row
+    report = audit(batches, vocab_size=len(tokenizer), labels="same", pad_id=tokenizer.pad_token_id)
+    assert report.ok, report.summary()
+
+
+def test_indented_paragraphs_in_bytes_are_no_double_bos():
+    """Licence paragraphs packed with EOD under the byte-level tokenizer, no bos_id: most start with two spaces
+    (an indent), the same id twice, but an id the text uses everywhere."""
+    tokenizer = load_tokenizer("bytes")
+    paragraphs_ = [part for text in texts("licences", 300_000) for part in text.split("\n\n") if part.strip()]
+    assert sum(part.startswith("  ") for part in paragraphs_) * 2 > len(paragraphs_)
+    rows = packed_rows([np.array(ids, np.int64) for ids in tokenizer.encode_batch(paragraphs_)], tokenizer.eod_id, 512)
+    batches = batches_of(rows[np.random.default_rng(0).permutation(len(rows))], 8)[:300]
+    report = audit(batches, vocab_size=tokenizer.vocab_size, labels="same", eod_id=tokenizer.eod_id)
+    assert report.ok, report.summary()

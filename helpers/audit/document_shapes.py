@@ -1,10 +1,12 @@
 """Checks on the shape of a stream's documents, counted across its batches:
 
 - `double-bos`: a document that starts with its BOS twice (a tokenizer that adds BOS, then a chat or text template
-  that writes it again). Without `bos_id`, the same id twice at the start of most documents is the evidence;
-- `truncated-documents`: whole documents that end at one length far more often than text does (every document
-  cut at `max_length` before packing), a length a limit gives (a multiple of 32, plus BOS or EOS); real
-  documents' lengths spread out;
+  that writes it again). Without `bos_id`, the same id twice at the start of most documents is the evidence, an
+  id used little elsewhere (a marker, not an indent's spaces);
+- `truncated-documents`: whole documents that end at one length far more often than text does, and none longer
+  (every document cut at `max_length` before packing); real documents' lengths spread out, and files of one fixed
+  size (dumps of 2,048 bytes) sit among longer documents. Documents cut at a row's length or more are never
+  whole inside a row, so that cut is not seen;
 - `eos-not-learned`: documents end with the EOD id, yet no label is ever that id (pad = eos, and a collator that
   sets the pad id's labels to -100 takes every EOS out of the loss), so the model never learns to stop.
 """
@@ -17,19 +19,13 @@ import numpy as np
 
 from .documents import Documents, first_tokens
 
-FEWEST_STARTS = 8  # document starts before a doubled BOS is judged
+FEWEST_STARTS = 16  # document starts before a doubled BOS is judged
+MARKER_USES = 3  # without bos_id, the doubled id is a marker: all its uses are at most this many times its pairs
 DOUBLED_SHARE = 0.75  # of them, starting with one id twice
 FEWEST_WHOLE = 16  # whole documents before their lengths are judged
 ONE_LENGTH_SHARE = 0.25  # of them, at one length...
 OVER_NEXT = 5  # ...and this many times the next most common length
-ROUND = 32  # max_length is a multiple of this
 FEWEST_ENDS = 8  # documents ending with EOD before a missing EOS label is named
-
-
-def _a_limit(length: int) -> bool:
-    """Whether `length` is what a `max_length` gives: a multiple of `ROUND`, plus a BOS or an EOS or both (files of
-    one fixed size, dumps of 2,048 bytes, end at their own lengths, which are not)."""
-    return any((length - extra) % ROUND == 0 for extra in (0, 1, 2))
 
 
 class DocumentShapes:
@@ -37,6 +33,8 @@ class DocumentShapes:
         self.bos_id, self.eod_id = bos_id, eod_id
         self.starts = 0
         self.doubled: Counter[int] = Counter()
+        self.uses: Counter[int] = Counter()  # every use of an id found doubled at a start
+        self.longest = 0  # the longest whole document between two EODs
         self.lengths: Counter[int] = Counter()
         self.ends = self.eos_labels = 0
         self.named: set[str] = set()
@@ -60,11 +58,15 @@ class DocumentShapes:
             self.starts += len(heads)
             pairs = heads[(heads[:, 0] == heads[:, 1]) & (heads[:, 0] >= 0)]
             self.doubled.update(pairs[:, 0].tolist())
+            for token, _ in self.doubled.most_common(3):  # the candidates: counting every id would cost a pass each
+                self.uses[token] += int((ids == token).sum())
         if self.starts < FEWEST_STARTS or not self.doubled:
             return None
         token, count = self.doubled.most_common(1)[0]
         if count < DOUBLED_SHARE * self.starts:
             return None
+        if self.bos_id is None and self.uses[token] > MARKER_USES * 2 * count:
+            return None  # an id the text uses everywhere (an indent's spaces), not a start marker
         named = "BOS" if self.bos_id is not None else "the same id"
         return "double-bos", (
             f"{count:,} of {self.starts:,} documents start with {named} twice (id {token}, then {token} again): the "
@@ -74,12 +76,13 @@ class DocumentShapes:
 
     def _lengths(self, ids: np.ndarray, found: Documents):
         self.lengths.update(end - start for _, start, end in found.between)
+        self.longest = max([self.longest] + [end - start for _, start, end in found.between])
         total = sum(self.lengths.values())
         if total < FEWEST_WHOLE:
             return None
         (length, count), *rest = self.lengths.most_common(2) + [(0, 0)]
         following = rest[0][1]
-        if count < ONE_LENGTH_SHARE * total or count < OVER_NEXT * max(following, 1) or not _a_limit(length):
+        if count < ONE_LENGTH_SHARE * total or count < OVER_NEXT * max(following, 1) or length < self.longest:
             return None
         return "truncated-documents", (
             f"{count:,} of {total:,} whole documents are exactly {length:,} tokens long (the next most common length "

@@ -40,22 +40,20 @@ class EvalOverlap:
         first = matches[0]
         row, offset = divmod(first.start, length)
         held = len({match.start // length for match in matches})
-        matched = len({match.item for match in matches})
         text = self.tokenizer.decode(flat[first.start:first.end].tolist())
         sharing = self.items_holding(flat[first.start:first.end])
         where = (f"row {row}, tokens {offset}-{offset + first.end - first.start} hold an n-gram of "
-                 f"{self.names[first.item]} ({first.end - first.start} tokens: {text[:80]!r}); {held} of {rows} rows "
-                 f"hold n-grams of {matched} item(s) of {len(self.names):,}")
+                 f"{self.names[first.item]} ({self.ngram} tokens: {text[:80]!r}); {held} of {rows} rows hold one")
         if sharing > 1:
             return (f"{where}; this n-gram is shared by {sharing} of the {len(self.names):,} evaluation items: text "
                     "that many items share is boilerplate (a licence header, a template, a prompt's framing), found in "
                     "the training data as in any document that carries it, rather than one leaked item; fix: if the "
                     "evaluation should not reward it, take the shared text out of the items, or remove it from the "
                     "training text with python -m helpers.clean --decontaminate")
-        return (f"{where}; this n-gram is in 1 of the {len(self.names):,} evaluation items, shared with the training "
-                "data: the training data holds that item's text (the same document on both sides of a split, or a "
-                "leak), so its score would mean nothing; fix: python -m helpers.clean --decontaminate on the text, "
-                "then preprocess again, or split so that no document is on both sides")
+        return (f"{where}; fix: the training data holds an evaluation item (this n-gram is in 1 of the "
+                f"{len(self.names):,} items, shared with the training data: a leak, or the same document on both "
+                "sides of a split), so its score would mean nothing: python -m helpers.clean --decontaminate on the "
+                "text, then preprocess again")
 
     def items_holding(self, window: np.ndarray) -> int:
         """How many evaluation items hold `window`'s tokens in a row (kept per window: boilerplate comes back)."""

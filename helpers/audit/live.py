@@ -57,8 +57,9 @@ class Auditor:
 
     `remember`: how many sample digests (all ranks' together) are kept to find replays by, and as many batch
     digests; the newest are kept, the oldest forgotten. Its memory stays bounded over a run of any length:
-    16 bytes a digest, plus about 100 for the newest sixteenth, so under 100 MB at the default of 2,097,152,
-    whatever the number of steps (`benchmarks/audit_memory.py`: 89 MB over a million steps of 8 x 1,024).
+    16 bytes a digest, plus about 100 for the newest sixteenth, and a quarter as many keys of documents and of
+    samples back for the first time, so a few hundred MB at most at the default of 2,097,152, whatever the number
+    of steps (`benchmarks/audit_memory.py`: 88 MB by 200,000 steps of 8 x 1,024, still filling).
     What the bound costs: a replay of samples first seen more than `remember` samples ago (counting every
     rank's) is not named, so a sampler whose epoch never advances goes unnamed when an epoch holds more
     samples than that (a million steps of 8 rows on one rank hold 8 million).
@@ -125,7 +126,9 @@ class Auditor:
                 "last_sighting": last, "chain": stream.chain if not unused else 0, "looked_at": stream.looked_at,
                 "batches": stream.seen.batches.state(until), "samples": stream.seen.samples.state(until),
                 "documents": stream.replays.state(stream.step - unused), "batch_sets": stream.batch_sets.state(
-                    stream.step - unused), "by_rank": [stream.from_other_ranks, stream.from_own_rank]}
+                    stream.step - unused), "by_rank": [stream.from_other_ranks, stream.from_own_rank],
+                "sample_returns": stream.sample_returns.state(),
+                "returned_samples": stream.returned_samples.state(stream.step - unused)}
 
     def load_state_dict(self, state: dict) -> None:
         stream, remember = self.stream, self.settings.remember
@@ -143,6 +146,8 @@ class Auditor:
             stream.replays.load_state(state["documents"])
             stream.batch_sets = Sightings.from_state(remember, state["batch_sets"])
             stream.from_other_ranks, stream.from_own_rank = state["by_rank"]
+            stream.sample_returns.load_state(state["sample_returns"])
+            stream.returned_samples = Sightings.from_state(stream.returned_samples.capacity, state["returned_samples"])
 
 
 class Audited:

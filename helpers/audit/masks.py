@@ -39,7 +39,9 @@ def inverted_mask(ids: np.ndarray, mask: np.ndarray | None, pad_id: int | None) 
                     "of the text's: the mask is the wrong way round, so the model reads the padding and skips the "
                     "text; fix: attention_mask is 1 on real tokens and 0 on padding (as tokenizer(..., padding=True) "
                     "returns it), not 1 - mask")
-    empty = int((~mask.any(axis=1)).sum())
+    blank = ~mask.any(axis=1)
+    blank &= (ids != ids[:, :1]).any(axis=1)  # a row of one id throughout is padding only: an empty document
+    empty = int(blank.sum())
     if empty:
         return (f"attention_mask is 0 on every token of {empty} of {mask.shape[0]} rows: the model attends to nothing "
                 "there (a mask of zeros, or one the wrong way round over rows without padding); fix: "

@@ -3,8 +3,8 @@ by length), named from the stream's own statistics.
 
 - **By length.** Each batch's mean document length (whole documents, or a padded row's real tokens): over the
   last `TREND_STEPS` steps that had any, no pair of steps out of order and at least `TREND_PAIRS` pairs in order
-  (rising, or falling). Shuffled batches put the pairs in random order: all of them in one order happens about
-  once in 24! runs.
+  (rising, or falling). Shuffled batches put the pairs in random order. `TREND_STEPS` is more than the 50 batches
+  that Hugging Face's `group_by_length` sorts together, in shuffled groups.
 - **By source.** Each batch's ids as a histogram (ids folded into `BUCKETS`), compared with the batch `NEAR` steps
   back and with the one `LAG` steps back. Shuffled batches are alike at any distance; batches drawn one source after
   another are alike within a source and unlike across its change. `NEAR` steps is past most documents, so a
@@ -20,7 +20,7 @@ from collections import deque
 
 import numpy as np
 
-TREND_STEPS, TREND_PAIRS = 24, 120
+TREND_STEPS, TREND_PAIRS = 64, 1000
 BUCKETS = 1024
 NEAR, LAG = 16, 64
 MARGIN = 0.3
@@ -57,8 +57,9 @@ class OrderWatch:
             return None
         way = "rises" if rising else "falls"
         return (f"the batches' mean document length {way} at every step of the last {TREND_STEPS} (from "
-                f"{values[0]:,.0f} to {values[-1]:,.0f} tokens; shuffled batches put them in random order): the data "
-                "is read in its stored order, sorted by length; fix: shuffle the samples (DataLoader(shuffle=True), "
+                f"{values[0]:,.0f} to {values[-1]:,.0f} tokens; shuffled batches put them in random order): the "
+                "batches come in order of length, as data stored sorted by length and read without a shuffle gives "
+                "them; fix: shuffle the samples (DataLoader(shuffle=True), "
                 "a shuffle buffer as large as many documents, or dataset.shuffle()) before batching")
 
     def _sources(self, ids: np.ndarray) -> str | None:

@@ -49,6 +49,7 @@ from .documents import documents
 from .masks import hidden_padding, inverted_mask, no_labels
 from .order import OrderWatch
 from .report import Finding, Report
+from .returns import FAR_BACK, FirstReturns
 from .sightings import Sightings, follows, sighting, where
 from .statistics import (
     CHANCE,
@@ -74,6 +75,7 @@ FEWEST_VALUES = 16  # the pooled test asks for ids spanning at least this many v
 CONSTANT_TOKENS = 64  # a batch of one id throughout is a finding from this many ids
 SHARED_FEWEST, SHARED_RATIO = 8, 4
 DOCUMENT_SHARE = 4  # the document keys kept: a quarter of `remember` each (starts, ends, first returns)
+SHORTEST_RETURN = 32  # rows of fewer real tokens (a line of a licence, padded) are too short to tell a copy apart
 PLAIN_SHARE, PLAIN_TOP = 8, 0.4  # plain content: few distinct ids, one of them common  # samples from other ranks' earlier steps, against this rank's own
 REPLAY_CAUSES = ("the stream loops, an epoch counter never advances (sampler.set_epoch), a resumed run replays "
                  "what it trained on, the batches were made once and only their order is shuffled each epoch, "
@@ -200,6 +202,8 @@ class StreamAudit:
         self.from_other_ranks = self.from_own_rank = 0  # samples seen again at a later step, by where first seen
         self.ranks_seen = {rank}
         self.batch_sets = Sightings(settings.remember)  # each batch's samples as a set: a batch made again
+        self.sample_returns = FirstReturns()  # samples back for the first time, step by step
+        self.returned_samples = Sightings(settings.remember // DOCUMENT_SHARE)
 
     def statistics(self) -> dict:
         return {"steps": self.step, "rows": self.rows, "tokens": self.tokens, "length": self.length,
@@ -223,7 +227,8 @@ class StreamAudit:
         self._rounding(batch, finding, random)
         constant = self._ids(batch, finding, random)
         if not random and not constant:  # random or constant inputs match no label
-            self._labels(batch, finding)  # layout: one finding says it
+            if not self.rounded and not self._wrapped_now(batch):  # the cast's finding says it all
+                self._labels(batch, finding)  # layout: one finding says it
             self._documents(batch, finding)
         self._repeats(batch, digests, finding)
         if self.overlap is not None:
@@ -238,14 +243,16 @@ class StreamAudit:
         s, ids = self.settings, batch.input_ids
         self.rows, self.length = ids.shape
         self.tokens += ids.size
-        low, high = int(ids.min()), int(ids.max())
+        kept = ids[ids != np.iinfo(np.int64).min] if self.rounded else ids  # float16's infinities: ids-rounded
+        low, high = (int(kept.min()), int(kept.max())) if kept.size else (0, 0)
         self.max_id = max(self.max_id, high)
-        inside = ids[(ids >= 0) & (ids < s.vocab_size)]
+        inside = kept[(kept >= 0) & (kept < s.vocab_size)]
         self.counts += np.bincount(inside, minlength=s.vocab_size)
         if low < 0 or high >= s.vocab_size:
-            outside = ids.size - inside.size
-            finding("id-out-of-range", f"{outside:,} of {ids.size:,} input ids outside [0, {s.vocab_size:,}) (smallest "
-                    f"{low:,}, largest {high:,}); the embedding lookup fails or reads another row; fix: pass the "
+            outside = kept.size - inside.size
+            out = kept[(kept < 0) | (kept >= s.vocab_size)]
+            finding("id-out-of-range", f"{outside:,} of {ids.size:,} input ids outside [0, {s.vocab_size:,}) (those: "
+                    f"smallest {int(out.min()):,}, largest {int(out.max()):,}); the embedding lookup fails or reads another row; fix: pass the "
                     "tokenizer's vocabulary size to the model, or check the ids' dtype and tokenizer")
         if batch.labels is not None:
             labels = batch.labels[batch.labels != s.ignore_index]
@@ -261,12 +268,21 @@ class StreamAudit:
         if constant:
             finding("constant-batch", f"every one of the batch's {ids.size:,} ids is {int(ids.flat[0])}: a failed read "
                     "or an empty buffer; fix: check the reader returns data (a missing file must be an error)")
-        elif (zero_rows := int((~ids.any(axis=1)).sum())) and ids.shape[1] >= 8:
+        elif (zero_rows := int((~ids.any(axis=1) & ~self._padding_rows(batch)).sum())) and ids.shape[1] >= 8:
             finding("constant-batch", f"{zero_rows} of {ids.shape[0]} rows are all id 0 (a zero-filled buffer); fix: "
                     "check the reader returns data for every sample")
         if not random and not self.rounded:  # random or rounded ids say nothing of how they were stored
             self._range(batch, finding)
         return constant
+
+    def _padding_rows(self, batch: Batch) -> np.ndarray:
+        """Rows that are padding throughout (an empty document): the mask all 0, or the pad id throughout."""
+        if batch.attention_mask is not None:
+            return ~batch.attention_mask.any(axis=1)
+        return (batch.input_ids == self.settings.pad_id).all(axis=1)
+
+    def _wrapped_now(self, batch: Batch) -> bool:
+        return batch.stored_dtype == "uint16" and self.settings.vocab_size > WRAP_LIMIT
 
     def _rounding(self, batch: Batch, finding, random: bool) -> None:
         """Ids handed over in a float type, or cast to one and back (`helpers.audit.casts`)."""
@@ -383,7 +399,10 @@ class StreamAudit:
         if batch.attention_mask is not None and inverted_mask(ids, batch.attention_mask, s.pad_id) is not None:
             return  # where the padding is cannot be read from this mask
         found = documents(ids, hidden_padding(ids, batch.attention_mask, s.pad_id, s.eod_id), s.eod_id)
-        for code, line in self.shapes.look(ids, batch.labels, found):
+        labels = batch.labels
+        if labels is not None and not (labels != s.ignore_index).any():
+            labels = None  # no-labels says it
+        for code, line in self.shapes.look(ids, labels, found):
             finding(code, line)
         replayed = self.replays.look(ids, found, self.step)
         if replayed is not None:
@@ -439,6 +458,9 @@ class StreamAudit:
                     f"{REPLAY_CAUSES}; {REPLAY_FIX}")
         elif not plain.any():
             self._regrouped(rows, finding)
+        real = batch.attention_mask.sum(axis=1) if batch.attention_mask is not None else np.full(len(rows),
+                                                                                                 batch.input_ids.shape[1])
+        self._returns(list(zip(rows, earlier)), len(alongside), plain | (real < SHORTEST_RETURN), finding)
         self._shared_over_time(finding)
         self.last_sighting = earlier[-1]
         self.last_alongside = bool(alongside)
@@ -469,6 +491,24 @@ class StreamAudit:
                 "another order: the batches were made once and only their order is shuffled each epoch, so the "
                 "same samples always share a step; fix: shuffle the samples, then batch them (DataLoader(dataset, "
                 "shuffle=True, batch_size=...)), not a list of batches")
+
+    def _returns(self, sighted: list[tuple[int, int | None]], alongside: int, plain: np.ndarray, finding) -> None:
+        """Samples trained on before coming back for the first time all at once, in a new order, while new ones
+        still come: a restart inside an epoch with a new shuffle of the same samples (`helpers.audit.returns`)."""
+        counted = list({row: value for (row, value), flat in zip(sighted, plain) if not flat}.items())  # distinct
+        known = [row for row, value in counted if value is not None]
+        far = {row for row, value in counted if value is not None and where(value)[0] <= self.step - FAR_BACK}
+        again = self.returned_samples.get_many(known)
+        first = [row for row, held in zip(known, again) if held is None and row in far]
+        self.returned_samples.add_many(first, [self.step] * len(first))
+        self.sample_returns.add(len(counted), max(len(counted) - len(known) - alongside, 0), len(first))
+        jump = self.sample_returns.jump()
+        if jump is not None:
+            finding("repeated-samples", f"samples back for the first time, trained on at earlier steps and now in "
+                    f"another order: {jump.rates()}, while new samples still come: the data restarted inside an "
+                    "epoch with a new shuffle, as a resumed run does when it rebuilds its loader instead of "
+                    "restoring it; fix: resume from the loader's saved state (or skip the samples already trained "
+                    "on with the same seed), and keep the shuffle's seed in the checkpoint")
 
     def _count_by_rank(self, earlier: list[int | None]) -> None:
         for value in earlier:
