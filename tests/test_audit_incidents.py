@@ -1064,7 +1064,7 @@ def test_an_empty_document_padded_to_a_row_of_padding_raises_no_finding(hf_token
 
     tokenizer = hf_tokenizer("mistral")
     tokenizer.pad_token = tokenizer.unk_token
-    texts_ = paragraphs[:63] + [""]
+    texts_ = list(dict.fromkeys(paragraphs))[:63] + [""]  # no copy of a paragraph next to another
     features = [{"input_ids": ids} for ids in tokenizer(texts_, truncation=True, max_length=256,
                                                        add_special_tokens=False)["input_ids"]]
     batches = [DataCollatorForLanguageModeling(tokenizer, mlm=False)(features[at:at + 8]) for at in range(0, 64, 8)]
@@ -1077,8 +1077,9 @@ def test_indented_paragraphs_in_bytes_are_no_double_bos():
     """Licence paragraphs packed with EOD under the byte-level tokenizer, no bos_id: most start with two spaces
     (an indent), the same id twice, but an id the text uses everywhere."""
     tokenizer = load_tokenizer("bytes")
-    paragraphs_ = [part for text in texts("licences", 300_000) for part in text.split("\n\n") if part.strip()]
-    assert sum(part.startswith("  ") for part in paragraphs_) * 2 > len(paragraphs_)
+    paragraphs_ = [part for text in texts("licences", 300_000) for part in text.split("\n\n")
+                   if part.startswith("  ") and part.strip()]
+    assert len(paragraphs_) >= 200  # every one starts with the same id twice
     rows = packed_rows([np.array(ids, np.int64) for ids in tokenizer.encode_batch(paragraphs_)], tokenizer.eod_id, 512)
     batches = batches_of(rows[np.random.default_rng(0).permutation(len(rows))], 8)[:300]
     report = audit(batches, vocab_size=tokenizer.vocab_size, labels="same", eod_id=tokenizer.eod_id)

@@ -4,11 +4,12 @@ history (`helpers.audit.document_replays` and the samples' own count in `helpers
 
 Things come back in healthy training too, and none of these is a finding:
 - exact duplicates in the corpus come back one at a time, at a steady rate;
-- a new epoch brings back everything, and nothing new: a step with `NEW_SHARE` of new ones or fewer ends the
-  judgement of any window holding it (a window across an epoch's end is no restart);
+- a new epoch brings back everything, and nothing new (the few rows a loader's drop_last left out of the epoch
+  before aside): a step with `NEW_SHARE` of new ones or fewer ends the judgement of any window holding it (a
+  window across an epoch's end is no restart);
 - samplers that shuffle several epochs together (megatron-core's) bring things back at a rate that grows
   steadily from the start.
-Over the last 1 to `WINDOW` steps, the first returns must be more than a Poisson count at `RATIO` times the
+Over the last 2 to `WINDOW` steps, the first returns must be more than a Poisson count at `RATIO` times the
 earlier rate gives with odds of `ODDS`, that rate taken over at least `HISTORY` times as many things (a stream of
 random windows, nanoGPT's, brings documents back fast from its first steps: a rate read off two steps says
 nothing).
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 RATIO = 4.0
 ODDS = 1e-7
 WINDOW = 8
-NEW_SHARE = 0.1
+NEW_SHARE = 0.25
 FEWEST = 4  # first returns in the window before a jump is named
 HISTORY = 4
 FAR_BACK = 8  # a return counts when first seen this many steps back or more: copies sorted together (a corpus's
@@ -69,7 +70,7 @@ class FirstReturns:
         self.total, self.total_returned = self.total + count, self.total_returned + returned
 
     def jump(self) -> Jump | None:
-        for steps in range(1, len(self.recent) + 1):
+        for steps in range(2, len(self.recent) + 1):  # a restart goes on: one odd step is not one
             recent = list(self.recent)[-steps:]
             if any(count and new <= NEW_SHARE * count for count, new, _ in recent):
                 return None  # an epoch's end or start: nothing new comes
