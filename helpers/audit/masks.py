@@ -19,6 +19,7 @@ FEWEST_LABELS = 64  # a batch of this many label positions or more, all ignored,
 
 
 def no_labels(labels: np.ndarray, ignore_index: int) -> str | None:
+    """The finding's line when every label of a batch (of `FEWEST_LABELS` or more) is ignored, else None."""
     if labels.size < FEWEST_LABELS or (labels != ignore_index).any():
         return None
     return (f"every one of the batch's {labels.size:,} labels is {ignore_index} (ignored): nothing is trained, the "
