@@ -37,8 +37,9 @@ class DocumentReplays:
     def look(self, ids: np.ndarray, found: Documents, step: int) -> str | None:
         """The finding's line when this step's known documents are a jump, else None; then this batch's ends
         entered as seen."""
-        firsts, lasts = self._ends(ids, found)
         whole_firsts, whole_lasts = self._whole_keys(ids, found)
+        firsts, lasts = self._ends(ids, found)
+        firsts, lasts = firsts + whole_firsts, lasts + whole_lasts
         sighted = list(zip(self.firsts.get_many(whole_firsts), self.lasts.get_many(whole_lasts)))
         known = [first is not None and last is not None and max(first, last) < step for first, last in sighted]
         far = [is_known and max(first, last) <= step - FAR_BACK for is_known, (first, last) in zip(known, sighted)]
@@ -61,14 +62,13 @@ class DocumentReplays:
     @staticmethod
     def _ends(ids: np.ndarray, found: Documents) -> tuple[list[int], list[int]]:
         """Keys of every document's first ids (from each start) and last ids (before each EOD), where a row holds
-        `KEY_TOKENS` of them; and of each whole document's, whatever its length."""
+        `KEY_TOKENS` of them (a whole document's, whatever its length, come from `_whole_keys`)."""
         firsts = [_key(ids[row, column:column + KEY_TOKENS]) for row, column in found.starts
                   if column + KEY_TOKENS <= ids.shape[1]]
         rows, columns = np.nonzero(found.ends)
         lasts = [_key(ids[row, column - KEY_TOKENS:column]) for row, column in zip(rows, columns)
                  if column >= KEY_TOKENS]
-        whole_firsts, whole_lasts = DocumentReplays._whole_keys(ids, found)
-        return firsts + whole_firsts, lasts + whole_lasts
+        return firsts, lasts
 
     @staticmethod
     def _whole_keys(ids: np.ndarray, found: Documents) -> tuple[list[int], list[int]]:
