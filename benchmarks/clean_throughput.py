@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from preprocess_throughput import timed as preprocess_timed  # noqa: E402  (this folder is on the path)
 
-from helpers.clean.shingles import signatures  # noqa: E402
+from helpers.clean.text.shingles import signatures  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
 

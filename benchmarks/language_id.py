@@ -5,7 +5,7 @@
 
 The sample is built from the machine's message catalogues (`helpers.corpus.multilingual`): documents of 200 to 600
 characters and short texts of 20 to 80, labelled with their catalogue's language. Each candidate is one whose model
-ships inside its PyPI package (nothing is downloaded): fastText's compressed lid.176 (`helpers.clean.language`),
+ships inside its PyPI package (nothing is downloaded): fastText's compressed lid.176 (`helpers.clean.steps.language`),
 py3langid, CLD2 (pycld2) and lingua (its low-accuracy mode; the high-accuracy one loads 1.3 GB). A candidate not
 installed gets a row saying so. Accuracy is the share of texts whose most likely language is the label (aliases
 folded: `no` and `nb`, `iw` and `he`); "common" counts only the languages every candidate that ran can name. Speed
@@ -28,7 +28,7 @@ ALIASES = {"no": "nb", "iw": "he", "jw": "jv", "fil": "tl", "zh-hant": "zh", "zh
 
 
 def fastText():
-    from helpers.clean.language import LID_176, LanguageId
+    from helpers.clean.steps.language import LID_176, LanguageId
 
     step = LanguageId()
     step.scores("load")

@@ -8,7 +8,7 @@ text with planted near copies of known Jaccard similarity.
     pip install -e '.[dedup-peer]'      # datatrove and spaCy (its English word tokenizer), for the peer's row
 
 The documents are the workshop corpus cut into pieces of `--words` words; `--copies` of them get a copy
-appended at the end with a few words replaced, its exact Jaccard (word 5-grams, as `helpers.clean.shingles`
+appended at the end with a few words replaced, its exact Jaccard (word 5-grams, as `helpers.clean.text.shingles`
 counts them) measured. (datatrove 0.10 hashes shingles as str, which xxhash 4 refuses: its
 hash function is given the same xxh64 of the UTF-8 bytes, as xxhash 3 computed.) Each tool runs as its own process tree on the same JSONL (two files, so that both
 can read with two workers); the table gives documents/s, the peak memory of the whole tree (every process
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
-from helpers.clean.shingles import exact_jaccard  # noqa: E402
+from helpers.clean.text.shingles import exact_jaccard  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
 from helpers.workshop.explore.near_duplicates import plant_copies, word_pieces  # noqa: E402
 
@@ -186,8 +186,8 @@ def band_stage(documents: int, memory_limit: str, work: Path, bands: int = 14) -
     workers write them (in batches): every hundredth document a copy of the one before (all bands equal), and
     50,000 documents equal on one band only (one hot bucket). Every candidate counts as verified. Returns the
     counts and seconds; run in a process of its own, whose peak memory the caller measures."""
-    from helpers.clean.band_files import BandKeys, KeyWriter, band_budget, band_paths, parse_size
-    from helpers.clean.lsh import cluster
+    from helpers.clean.text.band_files import BandKeys, KeyWriter, band_budget, band_paths, parse_size
+    from helpers.clean.text.lsh import cluster
 
     rng = np.random.default_rng(0)
     files, counts, batch = [], [], 1 << 20

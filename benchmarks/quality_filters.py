@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from near_duplicates import peak_tree_rss  # noqa: E402
 
-from helpers.clean.pii import DATATROVE_KINDS, EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
+from helpers.clean.steps.pii import DATATROVE_KINDS, EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 
 DOMAINS = ("literature", "docs", "code")

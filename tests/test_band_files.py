@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from helpers.clean import clean
-from helpers.clean.band_files import SORT_BYTES_PER_KEY, BandKeys, KeyWriter, band_budget, band_paths, parse_size
-from helpers.clean.lsh import all_band_keys, band_buckets
+from helpers.clean.text.band_files import SORT_BYTES_PER_KEY, BandKeys, KeyWriter, band_budget, band_paths, parse_size
+from helpers.clean.text.lsh import all_band_keys, band_buckets
 from helpers.common.errors import UserError
 
 

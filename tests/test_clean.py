@@ -195,7 +195,7 @@ def test_workers_start_clean_after_rensa_ran_in_this_process(corpus_dir, tmp_pat
     copy of it has no threads, and the next large batch there waited for them for ever."""
     literature = str(corpus_dir / "literature.jsonl")
     result = subprocess.run([sys.executable, "-c", (
-        "import json; from helpers.clean.shingles import signatures; from helpers.clean import clean\n"
+        "import json; from helpers.clean.text.shingles import signatures; from helpers.clean import clean\n"
         f"signatures([json.loads(line)['text'] for line in open({literature!r})])\n"
         f"clean([{literature!r}], {str(tmp_path / 'out')!r}, fuzzy=True, workers=2, parts=2, progress=False)\n")],
         capture_output=True, text=True, timeout=60)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers.clean import clean
-from helpers.clean.language import LanguageId, check_languages, lid_model
+from helpers.clean.steps.language import LanguageId, check_languages, lid_model
 from helpers.common.errors import UserError
 from helpers.corpus.multilingual import build_sample, multilingual_sample
 

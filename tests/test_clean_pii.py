@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.clean import clean
-from helpers.clean.pii import PHONE_STAND_INS, PiiMask
+from helpers.clean.steps.pii import PHONE_STAND_INS, PiiMask
 
 GOLDEN = Path(__file__).parent / "golden" / "datatrove_pii.json"
 

@@ -1,4 +1,4 @@
-"""The step interface of `helpers.clean` (`helpers.clean.step`): a filter and a formatter written outside the
+"""The step interface of `helpers.clean` (`helpers.clean.steps.base`): a filter and a formatter written outside the
 package run between the package's own steps, on real text, with the same outputs for 1, 2 and 7 parts; every
 removal names its step and its reason; the result is what applying the steps one document at a time gives."""
 
@@ -9,12 +9,12 @@ import json
 import pytest
 
 from helpers.clean import clean
-from helpers.clean.dedup import ExactDedup
-from helpers.clean.formatters import Normalize
-from helpers.clean.passes import CleanSettings
-from helpers.clean.plan import steps_of
-from helpers.clean.step import Dedup, DocumentStep, Filter, Formatter, Labeller
-from helpers.clean.text_keys import exact_digest, is_empty, normalize_text
+from helpers.clean.steps.exact import ExactDedup
+from helpers.clean.steps.normalize import Normalize
+from helpers.clean.run.passes import CleanSettings
+from helpers.clean.steps.plan import steps_of
+from helpers.clean.steps.base import Dedup, DocumentStep, Filter, Formatter, Labeller
+from helpers.clean.text.text_keys import exact_digest, is_empty, normalize_text
 from helpers.common.errors import UserError
 
 DOMAINS = ("literature", "docs", "code")

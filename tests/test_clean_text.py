@@ -1,4 +1,4 @@
-"""Normalisation and line keys of `helpers.clean.text_keys`, and the shingles of `helpers.clean.shingles`."""
+"""Normalisation and line keys of `helpers.clean.text.text_keys`, and the shingles of `helpers.clean.text.shingles`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.clean import shingles
-from helpers.clean.text_keys import drop_lines, exact_digest, line_key, line_keys, normalize_text
+from helpers.clean.text import shingles
+from helpers.clean.text.text_keys import drop_lines, exact_digest, line_key, line_keys, normalize_text
 
 CODE = 'import os\n\n\nclass A:\n    """Doc."""\n\n    def f(self):\n\treturn 1\n'
 

@@ -193,7 +193,7 @@ WORDS = st.lists(st.sampled_from(["a", "b", "ab", "c", "bc", "abc", "é", "日�
 @given(words=WORDS)
 def test_gopher_s_n_gram_measures(words):
     """Both joins matter: ("ab", "c") repeats ("a", "bc") without spaces, never with them."""
-    from helpers.clean import ngrams
+    from helpers.clean.text import ngrams
 
     grams = ngrams.Grams(words)
     for n in (2, 3, 4):
@@ -210,7 +210,7 @@ def test_gopher_s_n_gram_measures(words):
 def test_n_gram_keys_that_collide_are_measured_again_exactly(monkeypatch):
     """Were every key the same, the compiled loops would find different n-grams under one key and hand the
     document to the twin."""
-    from helpers.clean import ngrams
+    from helpers.clean.text import ngrams
 
     words = ["to", "be", "or", "not", "to", "be"] * 30 + ["that", "is", "the", "question"] * 20
     expected = [ngrams.top_characters_python(words, 2), ngrams.repeated_characters_python(words, 5)]

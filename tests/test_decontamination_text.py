@@ -153,7 +153,7 @@ def test_clean_drops_or_cuts_planted_leaks_names_them_and_counts_them(humaneval,
 
 
 def test_the_summary_of_gpt3_mode_says_the_spans_it_cut(tmp_path):
-    from helpers.clean.report import summary_lines
+    from helpers.clean.run.report import summary_lines
 
     item = "the quick brown fox jumps over the lazy dog while the cat sleeps on a warm mat by the door"
     evals = tmp_path / "mine.jsonl"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.clean.lsh import (_UnionFind, candidate_pairs, candidate_probability, choose_bands, cluster,
+from helpers.clean.text.lsh import (_UnionFind, candidate_pairs, candidate_probability, choose_bands, cluster,
                                duplicate_groups, s_curve_points, verified_pairs)
-from helpers.clean.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
+from helpers.clean.text.shingles import estimated_jaccard, exact_jaccard, shingle_hashes, signatures
 
 NUM_PERM = 128
 
@@ -157,7 +157,7 @@ def test_verification_and_union_find_keep_the_smallest_of_each_group():
 
 
 def test_sets_jaccard_counts_the_shared_values_of_two_sorted_sets_exactly():
-    from helpers.clean.shingles import sets_jaccard
+    from helpers.clean.text.shingles import sets_jaccard
 
     rng = np.random.default_rng(0)
     for _ in range(300):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers.clean import clean
-from helpers.clean.shingles import exact_jaccard
+from helpers.clean.text.shingles import exact_jaccard
 
 WORDS = 1_000  # 996 word 5-grams: changing k words 5 apart gives J = (996 - 5k) / (996 + 5k)
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers.clean.lsh import candidate_probability  # noqa: E402
+from helpers.clean.text.lsh import candidate_probability  # noqa: E402
 from helpers.workshop import plots  # noqa: E402
 
 
@@ -124,7 +124,7 @@ def test_a_small_domain_fills_its_own_panel_beside_a_large_one():
 
 
 def test_cluster_sizes_draws_each_run_with_groups_on_log_log_axes(ax):
-    from helpers.clean.fuzzy import group_sizes
+    from helpers.clean.steps.fuzzy import group_sizes
 
     roots = np.array([0, 0, 2, 2, 2, 5, 6, 6, 8])  # groups {0,1}, {2,3,4}, {6,7}; 5 and 8 alone
     assert group_sizes(roots) == {"2": 2, "3": 1}

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.clean import clean
-from helpers.clean.filters import FILTERS, english_words
-from helpers.clean.words import EnglishWords
+from helpers.clean.steps.filters import FILTERS, english_words
+from helpers.clean.text.words import EnglishWords
 
 GOLDEN = Path(__file__).parent / "golden" / "datatrove_quality.json"
 EVERY = 8  # the golden sample: every 8th record of each domain, from the first
@@ -90,7 +90,7 @@ def test_words_and_sentences_are_split_as_datatrove_splits_english(corpus_dir):
     import datatrove.utils.text as text_facts
     from datatrove.utils.text import split_into_sentences, split_into_words
 
-    from helpers.clean.punctuation import PUNCTUATION, SENTENCE_ENDS
+    from helpers.clean.text.punctuation import PUNCTUATION, SENTENCE_ENDS
 
     assert PUNCTUATION == text_facts.PUNCTUATION and SENTENCE_ENDS == text_facts.TERMINAL_PUNCTUATION
     words = EnglishWords()
@@ -173,12 +173,12 @@ def test_filters_give_the_same_output_for_any_number_of_parts(corpus_dir, tmp_pa
 
 def test_a_new_process_splits_words_from_the_kept_rules_without_importing_spacy(corpus_dir, tmp_path, monkeypatch):
     """The rules are read from spaCy once per version and kept; they are spaCy's own (read again, the same)."""
-    from helpers.clean import words
+    from helpers.clean.text import words
 
     monkeypatch.setattr(words, "CACHE_DIR", tmp_path)
     first = words.english_rules()
     assert list(tmp_path.glob("spacy-*-english-rules-*.json")) and words.english_rules() == first
-    probe = ("import sys; from helpers.clean.words import EnglishWords; "
+    probe = ("import sys; from helpers.clean.text.words import EnglishWords; "
              "print(EnglishWords().words(\"Don't stop (at 3 p.m.) :-)\"), 'spacy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -18,16 +18,16 @@ input and step, documents and bytes in, removed and out; a columnar input's byte
 texts). Steps, always in this order:
 
 - `--normalize`: Unicode NFC, line ends, control characters, runs of empty lines (see
-  `helpers.clean.text_keys`; indentation is never touched); a record left with no visible text goes;
+  `helpers.clean.text.text_keys`; indentation is never touched); a record left with no visible text goes;
 - `--languages en,de` (or `any`), `--language-threshold 0.65`: each document's language found offline by
-  fastText's lid.176 (`helpers.clean.language`), as datatrove's `LanguageFilter` decides; a kept record gets the
+  fastText's lid.176 (`helpers.clean.steps.language`), as datatrove's `LanguageFilter` decides; a kept record gets the
   fields (columns) `language` and `language_score`;
 - `--filters gopher-quality,gopher-repetition,c4-quality,fineweb-quality` (any, in the order given): datatrove
-  0.10.1's quality filters, decision for decision (`helpers.clean.filters`), each rule's threshold settable with
+  0.10.1's quality filters, decision for decision (`helpers.clean.steps.filters`), each rule's threshold settable with
   `--filter-option NAME.SETTING=VALUE`;
 - `--decontaminate humaneval FILE...` (`--eval-keys`, `--ngram 13`, `--mode drop|gpt3`): a document holding 13
   words in a row of an evaluation item (GPT-3's words) goes, or with `gpt3` only those spans with 200 characters
-  either side (`helpers.clean.decontaminate`); each removal names the benchmark, the item and the matching text;
+  either side (`helpers.clean.steps.decontaminate`); each removal names the benchmark, the item and the matching text;
 - `--exact`: a 128-bit xxh3 digest of the (normalised) text; across all inputs the first occurrence, by
   input order then line, is kept;
 - `--lines`: a line (30 characters or more, surrounding whitespace aside) held by at least
@@ -37,29 +37,29 @@ texts). Steps, always in this order:
   rows chosen for recall at `--threshold` (a pair at T is a candidate with probability 0.95 or more, at
   T + 0.02 with 0.98; `--bands B --rows R` to set them), each candidate verified on the exact Jaccard of
   the two shingle sets against its bucket's representatives, grouped with union-find; the first record of
-  each group is kept (`helpers.clean.lsh` says what the worst case can miss). For comparison, datatrove's
+  each group is kept (`helpers.clean.text.lsh` says what the worst case can miss). For comparison, datatrove's
   defaults are word 5-grams with 14 bands of 8 rows (112 hashes) and no verification; NeMo Curator's are
   character n-grams, 20 bands of 13 rows (260 hashes), threshold 0.8, with an optional check of exact
   Jaccard;
 - `--pii`: in the records kept, e-mail and public IP addresses replaced as datatrove 0.10.1's `PIIFormatter`
-  replaces them, and phone numbers by a narrow rule (`helpers.clean.pii`); `--pii email,ip` (datatrove's set) or
+  replaces them, and phone numbers by a narrow rule (`helpers.clean.steps.pii`); `--pii email,ip` (datatrove's set) or
   any other choice of `email,ip,phone` masks those only; the report counts each kind per input.
 
-Each step is one class on one interface (`helpers.clean.step`): normalising and PII masking are formatters, the three
-removals are dedup steps (`helpers.clean.formatters`, `helpers.clean.dedup`, `helpers.clean.fuzzy`), in the
-order `helpers.clean.plan` gives. Each input is read through `helpers.corpus.inputs` and cut into contiguous
+Each step is one class on one interface (`helpers.clean.steps.base`): normalising and PII masking are formatters, the three
+removals are dedup steps (`helpers.clean.steps.normalize`, `helpers.clean.steps.exact`, `helpers.clean.steps.fuzzy`), in the
+order `helpers.clean.steps.plan` gives. Each input is read through `helpers.corpus.inputs` and cut into contiguous
 ranges (`--parts`, default one per worker): bytes cut at line ends, or Parquet row groups (the first passes
-read only the text and `id` columns: `helpers.clean.parquet`); every pass runs over the ranges (in worker
+read only the text and `id` columns: `helpers.clean.run.parquet`); every pass runs over the ranges (in worker
 processes, or as Ray tasks with `--engine ray`), applies the formatters and filters in force to each record
 still kept, and returns their verdicts and a dedup step's digests or counts, never texts (the fuzzy pass writes
-band keys to hidden files, read a band at a time within `--memory-limit`: `helpers.clean.band_files`), so memory
+band keys to hidden files, read a band at a time within `--memory-limit`: `helpers.clean.text.band_files`), so memory
 stays bounded; the decisions are taken once, by this process, in input order; the last pass writes each range's
 kept records into a part file, and the parts are joined in order. So the output does not depend on the engine
 or on the number of parts. A bad record (for Parquet, a null text) stops the run with one line naming file and
 line, or row and row group (or, with `--skip-bad-records`, is skipped, and listed in `removed.jsonl`, with its id
 where that is readable); so does an empty input file (skipped: the report and the summary name it). Outputs
 move into place together when all are complete; a failed, interrupted or terminated run leaves none; a run into
-a folder an earlier run wrote replaces that run's files (`helpers.clean.output_folder`).
+a folder an earlier run wrote replaces that run's files (`helpers.clean.run.output_folder`).
 """
 
 from __future__ import annotations
@@ -82,19 +82,19 @@ from ..corpus.ranges import is_compressed
 from ..decontamination.flags import add_eval_flags, refuse_without_evals
 from ..decontamination.flags import eval_keys as parse_eval_keys
 from ..engines.choice import ENGINES, check_engine_flags, engine_for
-from .band_files import band_paths, parse_size
-from .decontaminate import MODES, check_decontamination
-from .filters import FILTERS, GopherRepetition, english_words
-from .language import LanguageId, check_languages
-from .lsh import check_bands, check_threshold
-from .ngrams import load_compiled
-from .output_folder import REMOVED, REPORT, clear, earlier_outputs, stale_outputs
-from .parquet import read_columns, saved_folder, saved_state
-from .passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
-from .pii import pii_kinds
-from .plan import filter_settings, steps_of
-from .report import Documents, removed_lines, step_table, summary_lines
-from .step import Decided, DocumentStep, Filter, Labeller, labelled_fields
+from .text.band_files import band_paths, parse_size
+from .steps.decontaminate import MODES, check_decontamination
+from .steps.filters import FILTERS, GopherRepetition, english_words
+from .steps.language import LanguageId, check_languages
+from .text.lsh import check_bands, check_threshold
+from .text.ngrams import load_compiled
+from .run.output_folder import REMOVED, REPORT, clear, earlier_outputs, stale_outputs
+from .run.parquet import read_columns, saved_folder, saved_state
+from .run.passes import CleanSettings, RangeTask, Scan, collect, scan, write_part
+from .steps.pii import pii_kinds
+from .steps.plan import filter_settings, steps_of
+from .run.report import Documents, removed_lines, step_table, summary_lines
+from .steps.base import Decided, DocumentStep, Filter, Labeller, labelled_fields
 
 FILTER_NAMES = {kind.name for kind in (*FILTERS.values(), LanguageId)}  # steps whose report counts removals by rule
 
@@ -111,15 +111,15 @@ def clean(inputs, output_dir, *, normalize: bool = False, exact: bool = False, l
           decontaminate: list[str] | None = None, eval_keys: list[str] | str | None = None,
           decontaminate_ngram: int = 13, decontaminate_mode: str = "drop", allow_short_ngrams: bool = False) -> dict:
     """Clean `inputs` into `output_dir` (see the module docstring); returns the report. `memory_limit`
-    (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.band_files`).
-    `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.plan.filter_settings`).
-    `languages` (codes, or "any"), `language_threshold`: language ID (`helpers.clean.language`); None: none.
+    (bytes, or a size such as "2GB") bounds what the driver holds for `--fuzzy` (`helpers.clean.text.band_files`).
+    `filters`, `filter_options`: the quality filters and their settings (`helpers.clean.steps.plan.filter_settings`).
+    `languages` (codes, or "any"), `language_threshold`: language ID (`helpers.clean.steps.language`); None: none.
     `decontaminate` (evaluation files, or `humaneval`), `eval_keys` (their fields to protect), `decontaminate_ngram`,
     `decontaminate_mode` ("drop" or "gpt3"), `allow_short_ngrams` (match patterns under 8 words rather than refuse
-    them): decontamination (`helpers.clean.decontaminate`); None: none.
-    `pii`: True for every kind `--pii` masks, or the kinds, e.g. "email,ip" (`helpers.clean.pii.pii_kinds`).
+    them): decontamination (`helpers.clean.steps.decontaminate`); None: none.
+    `pii`: True for every kind `--pii` masks, or the kinds, e.g. "email,ip" (`helpers.clean.steps.pii.pii_kinds`).
     `steps`: the steps to run, in order, instead of those the flags ask for: the package's and a user's own
-    formatters, filters and dedup steps (`helpers.clean.step`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
+    formatters, filters and dedup steps (`helpers.clean.steps.base`), e.g. `[Normalize(), MyFilter(), ExactDedup()]`."""
     paths = [Path(path) for path in inputs]
     out = Path(output_dir)
     filters, filter_options = filter_settings(filters, filter_options)
@@ -260,7 +260,7 @@ def _saved_metadata(paths: list[Path]) -> dict[str, tuple[Path, list[Path]]]:
 
 
 class _Run:
-    """One cleaning run: its steps in order (`helpers.clean.plan`), the passes they need, the decisions between
+    """One cleaning run: its steps in order (`helpers.clean.steps.plan`), the passes they need, the decisions between
     them, and its outputs. Dedup steps call `collect` for their passes and `remove` for their decisions."""
 
     def __init__(self, settings: CleanSettings, tasks: list[RangeTask], sources: list, outputs: list[str],
@@ -283,7 +283,7 @@ class _Run:
         self.rates: dict[str, float] = {}
         self.temporaries: list[Path] = []
         self.metadata: list[str] = []  # saved datasets' state.json and dataset_info.json, under OUT
-        self.earlier: list[str] = []  # the outputs the earlier run into OUT listed (`helpers.clean.output_folder`)
+        self.earlier: list[str] = []  # the outputs the earlier run into OUT listed (`helpers.clean.run.output_folder`)
         self.empty: list[str] = []  # empty input files passed over (`--skip-bad-records`)
         self.removed: list[str] = []  # the lines of removed.jsonl, once the run is done
 
@@ -493,7 +493,7 @@ class _Run:
 
     def commit(self, report: dict) -> None:
         """Write `removed.jsonl` and `report.json` (with the outputs, and the earlier run's files this run clears),
-        then move every output into place together and clear those files (`helpers.clean.output_folder`)."""
+        then move every output into place together and clear those files (`helpers.clean.run.output_folder`)."""
         written = [*self.outputs, *self.metadata]
         stale = stale_outputs(self.out, self.earlier, written, self.paths)
         report.update(outputs=written, cleared=stale)

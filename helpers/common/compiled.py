@@ -16,7 +16,7 @@ thresholds were measured on the 2-core machine:
   against numba's 35 us, at 32 rows in 233 us against 138 us, so batches of 32 x 2,048 and up are compiled;
 - a blend's or a schedule's greedy rule, by samples: the Python loop takes about 2 us a sample with three
   datasets, 0.1 s for 50,000;
-- Gopher's n-gram measures of a document (`helpers.clean.ngrams`), by words: all nine took the twins 166 us at
+- Gopher's n-gram measures of a document (`helpers.clean.text.ngrams`), by words: all nine took the twins 166 us at
   100 words and 1.8 ms at 1,000, the compiled loops 45 us and 155 us.
 """
 

@@ -23,8 +23,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ..common.errors import UserError
-from .lsh import sorted_buckets
+from ...common.errors import UserError
+from ..text.lsh import sorted_buckets
 
 KEY_BYTES = 8
 # held per key while a slice is sorted: key and row (twice while the chunks are joined), the sort order, the

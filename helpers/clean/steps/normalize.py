@@ -1,15 +1,15 @@
-"""Formatters of `helpers.clean`: text in, text out (`helpers.clean.step`), one class each.
+"""Formatters of `helpers.clean`: text in, text out (`helpers.clean.steps.base`), one class each.
 
 - `Normalize` (`--normalize`): Unicode NFC, line ends, control characters, runs of empty lines
-  (`helpers.clean.text_keys`); a document left with no visible text goes;
-- `RepeatedLines` (`--lines`, once the lines held by enough documents are known: `helpers.clean.dedup`): those
+  (`helpers.clean.text.text_keys`); a document left with no visible text goes;
+- `RepeatedLines` (`--lines`, once the lines held by enough documents are known: `helpers.clean.steps.exact`): those
   lines dropped; a document left with nothing goes.
 """
 
 from __future__ import annotations
 
-from .step import Formatter
-from .text_keys import drop_lines, is_empty, normalize_text
+from ..steps.base import Formatter
+from ..text.text_keys import drop_lines, is_empty, normalize_text
 
 
 class Normalize(Formatter):

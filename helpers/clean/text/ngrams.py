@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from ..common.compiled import jit
+from ...common.compiled import jit
 
 COMPILED_WORDS = 100  # below, the Python twin (numba's start-up is not worth paying for a few such)
 BASE = 0x9E3779B97F4A7C15  # odd, so it has an inverse modulo 2**64

@@ -32,8 +32,8 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..common.errors import UserError
-from .shingles import estimated_jaccard
+from ...common.errors import UserError
+from ..text.shingles import estimated_jaccard
 
 GRID = np.linspace(0.0, 1.0, 1001)
 RECALL_AT_THRESHOLD, RECALL_ABOVE, MARGIN = 0.95, 0.98, 0.02  # a pair at T, and at T + MARGIN, is a candidate

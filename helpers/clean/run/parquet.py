@@ -15,8 +15,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..corpus.columnar import ARROW, SAVED_STATE, open_columnar
-from ..corpus.columnar_parts import with_label_features
+from ...corpus.columnar import ARROW, SAVED_STATE, open_columnar
+from ...corpus.columnar_parts import with_label_features
 
 
 def saved_folder(file: Path) -> Path | None:
@@ -35,7 +35,7 @@ def read_columns(source, text_key: str) -> tuple[str, ...]:
 def saved_state(folder: Path, files: list[str], written: list[Path], fields: dict | None = None) -> tuple[str, str]:
     """The `state.json` of a cleaned saved dataset, listing its `files`, with a fingerprint of their
     contents (a new one: the rows differ), and its `dataset_info.json` as the input had it, with the features of
-    the label columns of `fields` (`helpers.clean.step.Labeller`) added."""
+    the label columns of `fields` (`helpers.clean.steps.base.Labeller`) added."""
     state = json.loads((folder / SAVED_STATE).read_text())
     digest = hashlib.sha256(state.get("_fingerprint", "").encode())
     for path in written:

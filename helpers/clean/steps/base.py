@@ -1,5 +1,5 @@
 """The steps of `helpers.clean`, one class each, on one small interface (datatrove's shape: formatters, filters,
-dedup), in files of their kind: `helpers.clean.formatters`, `helpers.clean.dedup`, `helpers.clean.fuzzy`.
+dedup), in files of their kind: `helpers.clean.steps.normalize`, `helpers.clean.steps.exact`, `helpers.clean.steps.fuzzy`.
 
 - A **formatter** takes a text and gives a text (`format`). One that leaves no visible text can drop the document
   (`drops_empty`), saying why (`empty_reason`).
@@ -13,13 +13,13 @@ dedup), in files of their kind: `helpers.clean.formatters`, `helpers.clean.dedup
 
 Formatters and filters are both document steps: `apply(text, notes)` gives the text passed on and, when the
 document goes, the reason; `notes` is what the step counts in one pass over one range, for the report. A run is a
-list of steps in order (`helpers.clean.plan`); every pass applies the document steps in force to each document, in
+list of steps in order (`helpers.clean.steps.plan`); every pass applies the document steps in force to each document, in
 whatever process or Ray task it runs, so no result depends on how the input was cut into parts.
 """
 
 from __future__ import annotations
 
-from .text_keys import is_empty
+from ..text.text_keys import is_empty
 
 
 class DocumentStep:

@@ -1,10 +1,10 @@
-"""The near-duplicate step of `helpers.clean` (`--fuzzy`), a dedup step (`helpers.clean.step`): MinHash signatures
+"""The near-duplicate step of `helpers.clean` (`--fuzzy`), a dedup step (`helpers.clean.steps.base`): MinHash signatures
 of word n-grams, LSH with the bands and rows chosen for recall at the threshold (or given), each candidate verified
 on the exact Jaccard of the two shingle sets against its bucket's representatives, grouped with union-find
-(`helpers.clean.lsh`); all but each group's first document go.
+(`helpers.clean.text.lsh`); all but each group's first document go.
 
 Two passes: the signatures (each worker writes its band keys to hidden files of the run, read back a band at a time
-within the memory limit: `helpers.clean.band_files`), then the shingle sets of the documents LSH put in a bucket
+within the memory limit: `helpers.clean.text.band_files`), then the shingle sets of the documents LSH put in a bucket
 (written to one hidden file per range, memory-mapped by the driver for the checks)."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common.files import written_atomically
-from .band_files import BandKeys, KeyWriter, band_budget
-from .lsh import all_band_keys, choose_bands, cluster, s_curve_points
-from .shingles import distinct_shingles, sets_jaccard, signatures
-from .step import Collector, Dedup
+from ...common.files import written_atomically
+from ..text.band_files import BandKeys, KeyWriter, band_budget
+from ..text.lsh import all_band_keys, choose_bands, cluster, s_curve_points
+from ..text.shingles import distinct_shingles, sets_jaccard, signatures
+from ..steps.base import Collector, Dedup
 
 SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..common.errors import UserError
-from ..corpus.ranges import COMPRESSED
+from ...common.errors import UserError
+from ...corpus.ranges import COMPRESSED
 
 REPORT, REMOVED = "report.json", "removed.jsonl"
 

@@ -38,9 +38,9 @@ import re
 import unicodedata
 from typing import Iterator
 
-from ..common.errors import UserError
-from ..common.files import written_atomically
-from ..common.paths import CACHE_DIR
+from ...common.errors import UserError
+from ...common.files import written_atomically
+from ...common.paths import CACHE_DIR
 
 RUNS = re.compile(r"\S+|\s+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 
-from ..common.errors import UserError, say_on_stderr
-from ..decontamination.evals import EvalSet, flat_items
-from ..decontamination.item_lengths import check_item_lengths
-from ..decontamination.lengths import TEXT_NGRAM
-from ..decontamination.spans import MOST_PIECES, cuts, pieces
-from ..decontamination.text_index import TextIndex
-from .step import DocumentStep, Filter
+from ...common.errors import UserError, say_on_stderr
+from ...decontamination.evals import EvalSet, flat_items
+from ...decontamination.item_lengths import check_item_lengths
+from ...decontamination.lengths import TEXT_NGRAM
+from ...decontamination.spans import MOST_PIECES, cuts, pieces
+from ...decontamination.text_index import TextIndex
+from ..steps.base import DocumentStep, Filter
 
 MODES = ("drop", "gpt3")
 SHOWN_CHARACTERS = 200  # of the matching text, in a removal's reason

@@ -1,4 +1,4 @@
-"""The steps of a cleaning run, in the order they run (`helpers.clean.step`): normalising, language ID, the
+"""The steps of a cleaning run, in the order they run (`helpers.clean.steps.base`): normalising, language ID, the
 quality filters in the order `--filters` lists them, decontamination, then exact, repeated-line and near-duplicate
 removal, then PII masking (on the records kept, as FineWeb's pipeline does it last), each as its flag asks."""
 
@@ -7,15 +7,15 @@ from __future__ import annotations
 import inspect
 import json
 
-from ..common.errors import UserError
-from ..decontamination.evals import load_evals
-from .decontaminate import decontamination_step
-from .dedup import ExactDedup, LineDedup
-from .filters import FILTERS
-from .formatters import Normalize
-from .fuzzy import FuzzyDedup
-from .language import LanguageId
-from .pii import PiiMask, pii_kinds
+from ...common.errors import UserError
+from ...decontamination.evals import load_evals
+from ..steps.decontaminate import decontamination_step
+from ..steps.exact import ExactDedup, LineDedup
+from ..steps.filters import FILTERS
+from ..steps.normalize import Normalize
+from ..steps.fuzzy import FuzzyDedup
+from ..steps.language import LanguageId
+from ..steps.pii import PiiMask, pii_kinds
 
 STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the on-off flags name, in the order the steps run
 

@@ -1,6 +1,6 @@
 """The passes of `helpers.clean` over one range of one input (`helpers.corpus.inputs`), run in worker processes
 or as Ray tasks: each reads its range again, finds the same good records in the same order, applies the document
-steps in force (`helpers.clean.step`) to each one still kept, and hands the text they leave to the pass's collector
+steps in force (`helpers.clean.steps.base`) to each one still kept, and hands the text they leave to the pass's collector
 (a dedup step's) or writes it out. A pass returns small arrays (the steps' verdicts, what the collector gathered),
 never texts, so memory stays bounded whatever the corpus size. Decisions between passes are the driver's."""
 
@@ -11,10 +11,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..common.errors import UserError
-from ..corpus.jsonl import offering_skip
-from ..corpus.records import records
-from .step import Collector, DocumentStep, Labeller, labelled_fields
+from ...common.errors import UserError
+from ...corpus.jsonl import offering_skip
+from ...corpus.records import records
+from ..steps.base import Collector, DocumentStep, Labeller, labelled_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,10 +25,10 @@ class CleanSettings:
     exact: bool = False
     lines: bool = False
     fuzzy: bool = False
-    pii: tuple[str, ...] = ()  # the kinds `--pii` masks (`helpers.clean.pii.KINDS`); empty: none
+    pii: tuple[str, ...] = ()  # the kinds `--pii` masks (`helpers.clean.steps.pii.KINDS`); empty: none
     languages: tuple[str, ...] = ()  # ISO codes to keep, ("any",) for any; empty: no language ID
     language_threshold: float = 0.65
-    filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.filters`)
+    filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.steps.filters`)
     filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
     decontaminate: tuple[str, ...] = ()  # evaluation sets: files, or names (`helpers.decontamination.evals`)
     eval_keys: tuple[str, ...] = ()  # their fields to protect; empty: each set's own, or `text`
@@ -40,12 +40,12 @@ class CleanSettings:
     line_min_chars: int = 30
     ngram: int = 5
     num_perm: int = 128
-    bands: int | None = None  # None: chosen for the threshold (`helpers.clean.lsh.choose_bands`)
+    bands: int | None = None  # None: chosen for the threshold (`helpers.clean.text.lsh.choose_bands`)
     rows: int | None = None
     seed: int = 1
     text_key: str = "text"
     skip_bad_records: bool = False
-    memory_limit: int = 2 << 30  # bytes the driver may hold (`helpers.clean.band_files`)
+    memory_limit: int = 2 << 30  # bytes the driver may hold (`helpers.clean.text.band_files`)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class RangeTask:
 class Verdicts:
     """What the document steps in force did to the records of a range a pass read: the text's UTF-8 bytes after
     each step (0 where a record did not reach it), the step that dropped a record (-1: none) and why, and what
-    each step noted (`helpers.clean.step`); the labels of the records kept, where a labeller is in force."""
+    each step noted (`helpers.clean.steps.base`); the labels of the records kept, where a labeller is in force."""
 
     bytes_after: list[list[int]]  # per step, per record
     gone_at: list[int]

@@ -25,8 +25,8 @@ import functools
 import importlib.util
 from pathlib import Path
 
-from ..common.errors import UserError
-from .step import Labeller
+from ...common.errors import UserError
+from ..steps.base import Labeller
 
 LID_176 = (
     "af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da "

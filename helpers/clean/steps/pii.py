@@ -25,8 +25,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ..common.errors import UserError
-from .step import Formatter
+from ...common.errors import UserError
+from ..steps.base import Formatter
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
 _LOCAL_CHAR = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"

@@ -1,14 +1,14 @@
-"""Dedup steps of `helpers.clean`: each decides across documents (`helpers.clean.step`), one class each.
+"""Dedup steps of `helpers.clean`: each decides across documents (`helpers.clean.steps.base`), one class each.
 
 - `ExactDedup` (`--exact`): a 128-bit xxh3 digest of each text as the steps before it left it; of each set of
   equal digests, the first document in run order (input order, then line) is kept;
 - `LineDedup` (`--lines`): each document's distinct countable lines counted over the documents still kept; a line
   held by `min_count` documents or more is boilerplate, and from then on every occurrence goes (`RepeatedLines`);
 - `FuzzyDedup` (`--fuzzy`): MinHash signatures and LSH buckets, each candidate verified on the exact Jaccard of two
-  shingle sets, grouped with union-find (`helpers.clean.lsh`); the first document of each group is kept.
+  shingle sets, grouped with union-find (`helpers.clean.text.lsh`); the first document of each group is kept.
 
 Their collectors run in the workers and send back digests, counts or row numbers; the fuzzy signatures' band keys
-and the candidates' shingle sets go to hidden files of the run (`helpers.clean.band_files`), never through a pipe.
+and the candidates' shingle sets go to hidden files of the run (`helpers.clean.text.band_files`), never through a pipe.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from .formatters import RepeatedLines
-from .step import Collector, Dedup
-from .text_keys import exact_digest, line_keys
+from ..steps.normalize import RepeatedLines
+from ..steps.base import Collector, Dedup
+from ..text.text_keys import exact_digest, line_keys
 
 SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
 TOP_LINES = 10

@@ -16,7 +16,7 @@ turns its rule off, as there):
 
 A removal's reason names the rule as datatrove does and the value that failed it
 (`gopher_below_avg_threshold: mean word length 2.1 < 3`). Words and sentences are split as datatrove splits
-English (`helpers.clean.words`).
+English (`helpers.clean.text.words`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import itertools
 import re
 from operator import methodcaller
 
-from .ngrams import Grams
-from .punctuation import PUNCTUATION_SET, SENTENCE_ENDS
-from .step import DocumentStep, Filter
-from .words import EnglishWords, missing
+from ..text.ngrams import Grams
+from ..text.punctuation import PUNCTUATION_SET, SENTENCE_ENDS
+from ..steps.base import DocumentStep, Filter
+from ..text.words import EnglishWords, missing
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 C4_LINE_ENDS = (".", "?", "!", '"', "'")
