@@ -11,8 +11,7 @@ import pytest
 from helpers.clean import clean
 from helpers.clean.steps.exact import ExactDedup
 from helpers.clean.steps.normalize import Normalize
-from helpers.clean.run.passes import CleanSettings
-from helpers.clean.steps.plan import steps_of
+from helpers.clean.steps.registry import read_settings, steps_asked, switches
 from helpers.clean.steps.base import Dedup, DocumentStep, Filter, Formatter, Labeller
 from helpers.clean.text.text_keys import exact_digest, is_empty, normalize_text
 from helpers.common.errors import UserError
@@ -87,9 +86,9 @@ def test_steps_written_outside_the_package_run_between_its_own(corpus_dir, tmp_p
 
 
 def test_the_flags_give_the_package_steps_in_order():
-    settings = CleanSettings(normalize=True, exact=True, lines=True, fuzzy=True, pii=True, languages=("en",),
-                             filters=("c4-quality", "gopher-quality"))
-    made = steps_of(settings)
+    settings = read_settings(dict(normalize=True, exact=True, lines=True, fuzzy=True, pii=True, languages="en",
+                                  filters=("c4-quality", "gopher-quality")))
+    made = steps_asked(settings)
     assert [step.name for step in made] == ["normalize", "language", "c4_quality", "gopher_quality", "exact", "lines",
                                             "fuzzy", "pii"]
     assert all(isinstance(step, DocumentStep) for step in made[:4] + made[-1:])

@@ -32,12 +32,15 @@ def check_engine_flags(engine: str, workers: int, ray_address: str | None, parts
 
 
 @contextmanager
-def engine_for(name: str, workers: int, ray_address: str | None = None) -> Iterator:
+def engine_for(name: str, workers: int, ray_address: str | None = None,
+               fork_guard: tuple[str, str] | None = None) -> Iterator:
     """The engine called `name` (checked by `check_engine_flags`), started, and stopped on the way out: a
     `LocalEngine` of `workers` processes, or a `RayEngine` on the cluster at `ray_address` (None: the Ray
-    this process runs, or one started here with `workers` CPUs). Either has `map(jobs, on_done)`."""
+    this process runs, or one started here with `workers` CPUs). Either has `map(jobs, on_done)`. `fork_guard`:
+    (a native library the jobs use, the module they need), for local workers started safely once that library
+    has started its threads here (`helpers.engines.local.context_safe_from`)."""
     if name == "local":
-        engine = LocalEngine(workers)
+        engine = LocalEngine(workers, fork_guard)
         try:
             engine.start()
             yield engine

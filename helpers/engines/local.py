@@ -52,11 +52,6 @@ def context_safe_from(native_module: str, preload: str):
     return context
 
 
-def _worker_context():
-    """How workers of the cleaning passes start (rensa computes their signatures)."""
-    return context_safe_from("rensa", "helpers.clean.command")  # its passes, steps and collectors
-
-
 def _serve(connection) -> None:
     """A worker's life: run each job it is sent, send back `(True, result)` or `(False, error)`, until None."""
     _start_worker()
@@ -79,8 +74,9 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, fork_guard: tuple[str, str] | None = None):
         self.workers = workers
+        self.fork_guard = fork_guard  # (native library, module to preload): `context_safe_from`'s arguments
         self.processes: list = []  # (process, connection), started once
         self.idle = True  # every worker waits for a job: close() may ask them to leave
 
@@ -88,7 +84,7 @@ class LocalEngine:
         """Start the worker processes (none with one worker), each ready to run a pass."""
         if self.workers <= 1 or self.processes:
             return
-        context = _worker_context()
+        context = context_safe_from(*self.fork_guard) if self.fork_guard else process_context()
         for _ in range(self.workers):
             mine, theirs = context.Pipe()
             process = context.Process(target=_serve, args=(theirs,), daemon=True)

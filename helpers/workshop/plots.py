@@ -259,7 +259,7 @@ def removed_shares(shares: Mapping[str, Mapping[str, float]], title: str, ax=Non
 def lsh_s_curve(threshold: float, settings: Mapping[str, tuple[int, int]], title: str, ax=None):
     """Chance that two documents of a given Jaccard similarity become LSH candidates, 1 - (1 - s^r)^b, for
     each (bands, rows) setting, with the threshold marked."""
-    from ..clean.lsh import candidate_probability
+    from ..clean.text.lsh import candidate_probability
 
     ax = _axes(ax, (7, 4))
     grid = np.linspace(0, 1, 501)
@@ -283,7 +283,7 @@ def measured_recall(threshold: float, bands: int, rows: int, similarity: Sequenc
                     title: str, ax=None):
     """The share of planted copies removed in each 0.02-wide step of their Jaccard with the original, as
     markers, on the S-curve of the bands and rows that found them, with the threshold marked."""
-    from ..clean.lsh import candidate_probability
+    from ..clean.text.lsh import candidate_probability
 
     ax = _axes(ax, (7, 4))
     similarity, removed = np.asarray(similarity, float), np.asarray(removed, bool)

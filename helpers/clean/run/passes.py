@@ -15,37 +15,7 @@ from ...common.errors import UserError
 from ...corpus.jsonl import offering_skip
 from ...corpus.records import records
 from ..steps.base import Collector, DocumentStep, Labeller, labelled_fields
-
-
-@dataclass(frozen=True, kw_only=True)
-class CleanSettings:
-    """What every pass needs to know, picklable."""
-
-    normalize: bool = False
-    exact: bool = False
-    lines: bool = False
-    fuzzy: bool = False
-    pii: tuple[str, ...] = ()  # the kinds `--pii` masks (`helpers.clean.steps.pii.KINDS`); empty: none
-    languages: tuple[str, ...] = ()  # ISO codes to keep, ("any",) for any; empty: no language ID
-    language_threshold: float = 0.65
-    filters: tuple[str, ...] = ()  # quality filters by name, in order (`helpers.clean.steps.filters`)
-    filter_options: tuple = ()  # ((name, ((setting, value), ...)), ...)
-    decontaminate: tuple[str, ...] = ()  # evaluation sets: files, or names (`helpers.decontamination.evals`)
-    eval_keys: tuple[str, ...] = ()  # their fields to protect; empty: each set's own, or `text`
-    decontaminate_ngram: int = 13
-    decontaminate_mode: str = "drop"
-    allow_short_ngrams: bool = False  # match patterns under 8 words rather than refuse them
-    threshold: float = 0.8
-    line_min_count: int = 10
-    line_min_chars: int = 30
-    ngram: int = 5
-    num_perm: int = 128
-    bands: int | None = None  # None: chosen for the threshold (`helpers.clean.text.lsh.choose_bands`)
-    rows: int | None = None
-    seed: int = 1
-    text_key: str = "text"
-    skip_bad_records: bool = False
-    memory_limit: int = 2 << 30  # bytes the driver may hold (`helpers.clean.text.band_files`)
+from .options import RunOptions
 
 
 @dataclass(frozen=True)
@@ -127,7 +97,7 @@ def _record_id(record: dict):
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
+def _records(task: RangeTask, settings: RunOptions, bad: list | None = None,
              counts: dict | None = None) -> Iterator[tuple[int, int, bytes | None, dict]]:
     """(line, place, raw line, record) of the range's good records (`helpers.corpus.records`); for a columnar
     input (row, group, None, record of the columns read). A bad record raises a `UserError` naming where it is,
@@ -138,7 +108,7 @@ def _records(task: RangeTask, settings: CleanSettings, bad: list | None = None,
                            with_record=True)
 
 
-def _bad_records(settings: CleanSettings, bad: list | None):
+def _bad_records(settings: RunOptions, bad: list | None):
     """What a pass does with a bad record: stop, naming it (the fix offers `--skip-bad-records`), or (skipping
     them) list it in `bad` when given, with its id where the record has a readable one."""
     def refused(number: int, place: int, kind: str, reason: str, where: str, record: dict | None = None) -> None:
@@ -149,7 +119,7 @@ def _bad_records(settings: CleanSettings, bad: list | None):
     return refused
 
 
-def scan(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], collector: Collector | None) -> Passed:
+def scan(task: RangeTask, settings: RunOptions, chain: list[DocumentStep], collector: Collector | None) -> Passed:
     """The first pass: every good record's place, id and size, the document steps' verdicts, and what
     `collector` (the first dedup step's, if any) gathers."""
     bad: list = []
@@ -171,7 +141,7 @@ def scan(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], co
     return Passed(verdicts, collected, scan=found)
 
 
-def collect(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], removed: np.ndarray,
+def collect(task: RangeTask, settings: RunOptions, chain: list[DocumentStep], removed: np.ndarray,
             collector: Collector) -> Passed:
     """A pass of a dedup step: the records still kept through the document steps in force, into `collector`."""
     verdicts = Verdicts.empty(len(chain))
@@ -183,7 +153,7 @@ def collect(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep],
         return Passed(verdicts, collector.result())
 
 
-def write_part(task: RangeTask, settings: CleanSettings, chain: list[DocumentStep], removed: np.ndarray,
+def write_part(task: RangeTask, settings: RunOptions, chain: list[DocumentStep], removed: np.ndarray,
                part: str) -> Passed:
     """The last pass: the range's records still kept through every document step, in order, into the part file
     `part` in the input's own format (`write_part` of `helpers.corpus.inputs`), written under a name of this

@@ -1,31 +1,86 @@
-"""The steps of `helpers.clean`, one class each, on one small interface (datatrove's shape: formatters, filters,
-dedup), in files of their kind: `helpers.clean.steps.normalize`, `helpers.clean.steps.exact`, `helpers.clean.steps.fuzzy`.
+"""The interface every step of `helpers.clean` is written on (datatrove's shape: formatters, filters, dedup).
 
-- A **formatter** takes a text and gives a text (`format`). One that leaves no visible text can drop the document
-  (`drops_empty`), saying why (`empty_reason`).
+- A **formatter** takes a text and gives a text (`format`); one that leaves no visible text can drop the document.
 - A **filter** keeps a document or says why it goes (`reason`, e.g. `mean word length 2.1 < 3`; None keeps it).
-  A **labeller** is a filter that also labels each document it keeps with record fields (`judge`: the language
-  and its score), which the output records carry (JSONL fields, Parquet columns).
-- A **dedup** step decides across documents. In each of its passes a worker hands a `Collector` the text of every
-  document still kept, as the steps before it left the text, and sends back small arrays, never texts; the driver
-  decides from them which documents go (`Dedup.run`). Once decided, the step may go on changing the text of the
-  documents kept (`then`, a formatter of the same name: repeated lines are dropped this way).
+  A **labeller** is a filter that also labels each document it keeps (`judge`), which the output records carry.
+- A **dedup** step decides across documents: through the run's `Stage` (`helpers.clean.run.stage`) it makes passes
+  in which a worker hands a `Collector` each kept text and sends back small arrays, then marks what goes. Once it
+  has decided, it may change the kept texts from then on (`then`, a formatter of the same name).
 
-Formatters and filters are both document steps: `apply(text, notes)` gives the text passed on and, when the
-document goes, the reason; `notes` is what the step counts in one pass over one range, for the report. A run is a
-list of steps in order (`helpers.clean.steps.plan`); every pass applies the document steps in force to each document, in
-whatever process or Ray task it runs, so no result depends on how the input was cut into parts.
+A step class also owns how a run asks for it (`Step`): its settings (`options`, each an `Option`: keyword of
+`clean(...)`, command-line flag, default, help), reading them with their checks (`read`), building itself from
+them (`build`), warming up once before workers start (`warm_up`) and its section of `report.json` (`report`).
+Registered (`helpers.clean.steps.registry.register_step`), it is on the command line, in `removed.jsonl` and in
+the report. docs/architecture.md shows a step added from one file.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
 from ..text.text_keys import is_empty
 
 
-class DocumentStep:
-    """A step that decides each document alone (a formatter or a filter)."""
+@dataclass(frozen=True)
+class Option:
+    """One setting a step reads: its keyword in `clean(...)`, its default, one line of help, and its command-line
+    flag (`flag`: default `--keyword`, with dashes; None: a keyword only) taken as `cli` says (argparse's `type`,
+    `action`, `nargs`, `const`, `metavar`, `choices`). An option after a step's first is refused on the command line
+    without that first one, the switch that asks for the step, unless `needs_switch` is False."""
+
+    keyword: str
+    default: Any = None
+    help: str = ""
+    flag: str | None = ""
+    cli: dict = field(default_factory=dict)
+    reported: bool = True  # shown among report.json's settings
+    needs_switch: bool = True  # refused on the command line without the step's switch (the first option)
+
+    @property
+    def flag_name(self) -> str | None:
+        return None if self.flag is None else self.flag or "--" + self.keyword.replace("_", "-")
+
+
+class Step:
+    """What every step owns: its name (in `removed.jsonl` and the report), its settings and how a run asks for it,
+    its warm-up and its report section. The class methods read settings; a run holds instances."""
 
     name = ""
+    options: ClassVar[tuple[Option, ...]] = ()  # the first is the switch that asks for the step
+    by_rule = False  # the report counts its removals by the rule that made them
+    spills = False  # it holds its data within the run's memory limit, spilling the rest to disk
+
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        """`values` (one per option, by keyword) checked, as the step and the report take them; a `UserError`
+        names a bad one."""
+        return values
+
+    @classmethod
+    def asked(cls, values: dict) -> bool:
+        """Whether the settings ask for the step: its switch is on, or holds something."""
+        return values[cls.options[0].keyword] not in (None, False, (), [], "")
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        """The steps to run for these settings, in order."""
+        return [cls()]
+
+    @classmethod
+    def shown(cls, values: dict) -> dict:
+        """The settings as report.json's `settings` shows them."""
+        return {option.keyword: values[option.keyword] for option in cls.options if option.reported}
+
+    def warm_up(self) -> None:
+        """Load, once in the driver, what forked workers should start with (a model, compiled loops)."""
+
+    report = None  # or a method: `report(stage) -> dict`, the step's section of report.json
+
+
+class DocumentStep(Step):
+    """A step that decides each document alone (a formatter or a filter)."""
+
     counted: tuple[str, ...] = ()  # numbers it notes that the report gives per input (e.g. addresses replaced)
 
     def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
@@ -110,14 +165,12 @@ class Collector:
         raise NotImplementedError
 
 
-class Dedup:
+class Dedup(Step):
     """A step that decides across documents (see the module docstring)."""
-
-    name = ""
 
     def run(self, stage) -> None:
         """Collect through `stage.collect(...)` (one pass over every range per call) and mark what goes with
-        `stage.remove(...)`; set `then` to change the kept texts from here on."""
+        `stage.remove(...)` (`helpers.clean.run.stage.Stage`); set `then` to change the kept texts from here on."""
         raise NotImplementedError
 
     then: DocumentStep | None = None

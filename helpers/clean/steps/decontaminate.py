@@ -16,23 +16,54 @@ from __future__ import annotations
 import json
 
 from ...common.errors import UserError, say_on_stderr
-from ...decontamination.evals import EvalSet, flat_items
+from ...decontamination.evals import EvalSet, flat_items, load_evals
+from ...decontamination.flags import eval_keys
 from ...decontamination.item_lengths import check_item_lengths
 from ...decontamination.lengths import TEXT_NGRAM
 from ...decontamination.spans import MOST_PIECES, cuts, pieces
 from ...decontamination.text_index import TextIndex
-from ..steps.base import DocumentStep, Filter
+from .base import DocumentStep, Filter, Option, Step
 
 MODES = ("drop", "gpt3")
 SHOWN_CHARACTERS = 200  # of the matching text, in a removal's reason
 
 
-class _Decontamination:
-    """What both modes share: the index of `evals` (`EvalSet`s), `ngram` words an n-gram, the notes and the report."""
+class Decontamination(Step):
+    """What both modes share: the index of `evals` (`EvalSet`s), `ngram` words an n-gram, the notes and the report;
+    the settings of `--decontaminate`."""
 
     name = "decontaminate"
     counted = ("documents_matched", "spans_removed")  # per input: documents holding an n-gram, regions cut (gpt3)
     mode = ""
+    options = (
+        Option("decontaminate", None, "evaluation sets, JSONL or Parquet files or humaneval: documents holding their "
+                                      "n-grams go", cli={"nargs": "+", "metavar": "EVAL"}),
+        Option("eval_keys", None, "the evaluation items' fields to protect, comma-separated (default: a named set's "
+                                  "own, else text)", cli={"metavar": "FIELDS"}),
+        Option("decontaminate_ngram", TEXT_NGRAM, f"--decontaminate: words per n-gram (default {TEXT_NGRAM})",
+               flag="--ngram", cli={"type": int}),
+        Option("decontaminate_mode", "drop", "--decontaminate: drop a document that holds an n-gram (default), or cut "
+                                             "the spans as GPT-3 did", flag="--mode", cli={"choices": MODES}),
+        Option("allow_short_ngrams", False, "--decontaminate: match n-grams, or items matched whole, of fewer than 8 "
+                                            "words (they match ordinary text) rather than refuse them",
+               cli={"action": "store_true"}),
+    )
+
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        check_decontamination(values["decontaminate"], values["decontaminate_ngram"], values["decontaminate_mode"])
+        return {**values, "decontaminate": tuple(map(str, values["decontaminate"] or ())),
+                "eval_keys": eval_keys(values["eval_keys"])}
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        evals = load_evals(list(values["decontaminate"]), values["eval_keys"] or None)
+        return [decontamination_step(evals, ngram=values["decontaminate_ngram"], mode=values["decontaminate_mode"],
+                                     allow_short=values["allow_short_ngrams"])]
+
+    @classmethod
+    def shown(cls, values: dict) -> dict:
+        return {**values, "decontaminate": list(values["decontaminate"]), "eval_keys": list(values["eval_keys"])}
 
     def __init__(self, evals: list[EvalSet], ngram: int = TEXT_NGRAM, allow_short: bool = False):
         self.ngram = ngram
@@ -74,7 +105,7 @@ class _Decontamination:
         return {"mode": self.mode, "ngram": self.ngram, "patterns": self.index.patterns, "benchmarks": benchmarks}
 
 
-class DropContaminated(_Decontamination, Filter):
+class DropContaminated(Decontamination, Filter):
     """`--mode drop`: a filter, so a later pass of the run does not scan again what this one decided."""
 
     mode = "drop"
@@ -83,7 +114,7 @@ class DropContaminated(_Decontamination, Filter):
         return text, self.found(text, notes)[1]
 
 
-class CutContaminated(_Decontamination, DocumentStep):
+class CutContaminated(Decontamination, DocumentStep):
     """`--mode gpt3`: the matching spans cut out (`helpers.decontamination.spans`); it changes texts, so every pass
     applies it."""
 
@@ -104,7 +135,7 @@ class CutContaminated(_Decontamination, DocumentStep):
 
 
 def decontamination_step(evals: list[EvalSet], ngram: int = TEXT_NGRAM, mode: str = "drop",
-                         allow_short: bool = False) -> _Decontamination:
+                         allow_short: bool = False) -> Decontamination:
     """The step for `mode` ("drop" or "gpt3"); `allow_short`: match patterns under 8 words (they match ordinary
     text) rather than refuse them."""
     if mode not in MODES:

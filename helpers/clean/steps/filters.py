@@ -25,10 +25,10 @@ import itertools
 import re
 from operator import methodcaller
 
-from ..text.ngrams import Grams
+from ..text.ngrams import Grams, load_compiled
 from ..text.punctuation import PUNCTUATION_SET, SENTENCE_ENDS
-from ..steps.base import DocumentStep, Filter
 from ..text.words import EnglishWords, missing
+from .base import DocumentStep, Filter
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 C4_LINE_ENDS = (".", "?", "!", '"', "'")
@@ -69,7 +69,10 @@ def _word_kinds(words: list[str]) -> list[int]:
 
 class GopherQuality(Filter):
     name = "gopher_quality"
-    splits_words = True
+    by_rule = True
+
+    def warm_up(self) -> None:
+        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, min_doc_words: int | None = 50, max_doc_words: int | None = 100_000,
                  min_avg_word_length: float | None = 3, max_avg_word_length: float | None = 10,
@@ -136,7 +139,11 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
 
 class GopherRepetition(Filter):
     name = "gopher_repetition"
-    splits_words = True
+    by_rule = True
+
+    def warm_up(self) -> None:
+        english_words()  # spaCy loaded once in the driver: forked workers start with it
+        load_compiled()  # and numba's loops
 
     def __init__(self, *, dup_line_frac: float | None = 0.3, dup_para_frac: float | None = 0.3,
                  dup_line_char_frac: float | None = 0.2, dup_para_char_frac: float | None = 0.2,
@@ -175,7 +182,10 @@ class C4Quality(DocumentStep):
     """A filter that also cuts lines from the documents it keeps (so neither a pure filter nor a formatter)."""
 
     name = "c4_quality"
-    splits_words = True
+    by_rule = True
+
+    def warm_up(self) -> None:
+        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, remove_citations: bool = True, filter_no_terminal_punct: bool = True,
                  min_num_sentences: int = 5, min_words_per_line: int = 3, max_word_length: int = 1000,
@@ -220,7 +230,10 @@ class C4Quality(DocumentStep):
 
 class FineWebQuality(Filter):
     name = "fineweb_quality"
-    splits_words = True
+    by_rule = True
+
+    def warm_up(self) -> None:
+        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, line_punct_thr: float = 0.12, line_punct_exclude_zero: bool = False,
                  stop_chars: tuple[str, ...] | None = None, short_line_thr: float = 0.67, short_line_length: int = 30,

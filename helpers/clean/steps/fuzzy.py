@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ...common.errors import UserError
 from ...common.files import written_atomically
 from ..text.band_files import BandKeys, KeyWriter, band_budget
-from ..text.lsh import all_band_keys, choose_bands, cluster, s_curve_points
+from ..text.lsh import all_band_keys, check_bands, check_threshold, choose_bands, cluster, s_curve_points
 from ..text.shingles import distinct_shingles, sets_jaccard, signatures
-from ..steps.base import Collector, Dedup
+from .base import Collector, Dedup, Option
 
 SIGN_BATCH_BYTES = 16 << 20  # text a worker signs (or turns into shingle sets) at a time
 
@@ -109,11 +110,36 @@ class _ShingleWriter(Collector):
 
 class FuzzyDedup(Dedup):
     name = "fuzzy"
+    spills = True
+    options = (
+        Option("fuzzy", False, "drop near-duplicates (MinHash + LSH, word n-grams)", cli={"action": "store_true"},
+               reported=False),
+        Option("threshold", 0.8, "Jaccard similarity of a near-duplicate (--fuzzy; default 0.8)", cli={"type": float}),
+        Option("ngram", 5, "--fuzzy: words per shingle (default 5)", cli={"type": int}),
+        Option("num_perm", 128, "MinHash permutations (--fuzzy; default 128)", cli={"type": int}),
+        Option("bands", None, "LSH bands of --fuzzy, with --rows (default: chosen for recall at --threshold)",
+               cli={"type": int}),
+        Option("rows", None, "rows of each LSH band, with --bands", cli={"type": int}),
+        Option("seed", 1, "the MinHash seed", flag=None),
+    )
 
-    def __init__(self, *, threshold: float, ngram: int, num_perm: int, bands: int | None, rows: int | None,
-                 seed: int, memory_limit: int):
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        check_threshold(values["threshold"])
+        check_bands(values["bands"], values["rows"], values["num_perm"])
+        if values["ngram"] < 1 or values["num_perm"] < 2:
+            raise UserError(f"--ngram {values['ngram']} --num-perm {values['num_perm']}: need at least 1 word and 2 "
+                            "permutations; fix: e.g. --ngram 5 --num-perm 128")
+        return values
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        return [cls(**{key: value for key, value in values.items() if key != "fuzzy"})]
+
+    def __init__(self, *, threshold: float, ngram: int, num_perm: int, bands: int | None = None,
+                 rows: int | None = None, seed: int = 1):
         self.threshold, self.ngram, self.num_perm, self.seed = threshold, ngram, num_perm, seed
-        self.given, self.memory_limit = (bands, rows), memory_limit
+        self.given = (bands, rows)
         self.summary: dict | None = None
 
     @functools.cached_property
@@ -123,16 +149,15 @@ class FuzzyDedup(Dedup):
 
     def run(self, stage) -> None:
         stage.read()  # the records counted first: a memory limit too small is refused before anything is signed
-        band_budget(self.memory_limit, len(stage.documents))
+        band_budget(stage.memory_limit, len(stage.documents))
         bands, rows_per_band = self.bands
         key_files = [stage.hidden_files(f"keys{task.index}", bands) for task in stage.tasks]
-        name = "lines+signatures" if "lines" in stage.chain_names() else "signatures"
-        signed = stage.collect(name, [_Signer(self, bands=bands, rows=rows_per_band, paths=paths)
+        signed = stage.collect("signatures", [_Signer(self, bands=bands, rows=rows_per_band, paths=paths)
                                       for paths in key_files])
         start = time.perf_counter()
         rows = np.concatenate([stage.offsets[k] + r for k, r in enumerate(signed)])
         keys = BandKeys(key_files, [len(r) for r in signed])
-        budget = band_budget(self.memory_limit, len(stage.documents))
+        budget = band_budget(stage.memory_limit, len(stage.documents))
         in_bucket = np.zeros(len(rows), bool)
         for members in keys.buckets(bands, budget):
             in_bucket[members] = True
@@ -163,7 +188,7 @@ class FuzzyDedup(Dedup):
             "bands_from": "chosen for recall at the threshold" if self.given[0] is None else "--bands and --rows",
             "candidate_probability": s_curve_points(self.threshold, bands, rows_per_band),
             "documents_signed": int(len(rows)), "candidate_documents": int(in_bucket.sum()),
-            "memory_limit_bytes": self.memory_limit, "band_slices": keys.slices(budget),
+            "memory_limit_bytes": stage.memory_limit, "band_slices": keys.slices(budget),
             "buckets": found.buckets, "candidate_pairs": found.bucket_pairs, "comparisons": found.comparisons,
             "verified_pairs": found.joins, "most_representatives": found.most_representatives,
             "over_representative_cap": found.over_cap, "groups": int(len(np.unique(roots[duplicate]))),

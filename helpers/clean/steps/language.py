@@ -26,7 +26,7 @@ import importlib.util
 from pathlib import Path
 
 from ...common.errors import UserError
-from ..steps.base import Labeller
+from .base import Labeller, Option
 
 LID_176 = (
     "af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da "
@@ -84,6 +84,30 @@ class LanguageId(Labeller):
 
     name = "language"
     fields = {"language": "string", "language_score": "float"}
+    by_rule = True
+    options = (
+        Option("languages", None, "keep documents in these languages, e.g. en,de (or 'any': every language above the "
+                                  "threshold), found by fastText's lid.176; needs pip install -e '.[language]'",
+               cli={"metavar": "CODES"}),
+        Option("language_threshold", 0.65, "the score a kept document's language must exceed (--languages; default "
+                                           "0.65)", cli={"type": float}),
+    )
+
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        """The languages kept (none: no language ID; ("any",): any language) and the threshold, checked."""
+        chosen, threshold = check_languages("any" if values["languages"] is None else values["languages"],
+                                            values["language_threshold"])
+        return {"languages": () if values["languages"] is None else chosen or ("any",),
+                "language_threshold": threshold}
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        return [cls(values["languages"], values["language_threshold"])]
+
+    @classmethod
+    def shown(cls, values: dict) -> dict:
+        return {**values, "languages": list(values["languages"])}
 
     def __init__(self, languages: tuple[str, ...] | None = None, threshold: float = 0.65):
         self.languages, self.threshold = check_languages(languages or "any", threshold)

@@ -26,7 +26,7 @@ import ipaddress
 import re
 
 from ...common.errors import UserError
-from ..steps.base import Formatter
+from .base import Formatter, Option
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
 _LOCAL_CHAR = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
@@ -91,6 +91,21 @@ class PiiMask(Formatter):
     `public_ips_only=False` every IP address goes), noting how many of each it replaced."""
 
     name = "pii"
+    options = (Option("pii", False, "replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone "
+                                    "numbers; or name the kinds, e.g. --pii email,ip (datatrove's PIIFormatter() set)",
+                      cli={"nargs": "?", "const": True, "metavar": "KINDS"}),)
+
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        return {"pii": pii_kinds(values["pii"])}
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        return [cls.of(values["pii"])]
+
+    @classmethod
+    def shown(cls, values: dict) -> dict:
+        return {"pii": list(values["pii"])}
 
     def __init__(self, emails: bool = True, ips: bool = True, phones: bool = True, public_ips_only: bool = True):
         self.kinds = []  # (what the notes call it, pattern, stand-ins, test of a match or None)

@@ -17,6 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
+NATIVE_LIBRARY = "rensa"  # computes the signatures on threads of its own, which a fork does not copy
+
 WORD_SEED = np.uint64(0xCBF29CE484222325)
 WORD_PRIME = np.uint64(0x100000001B3)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)

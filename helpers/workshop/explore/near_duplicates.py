@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ...clean.shingles import exact_jaccard
+from ...clean.text.shingles import exact_jaccard
 
 
 def word_pieces(texts: Iterable[str], words: int, limit: int, seed: int | None = None) -> list[str]:

@@ -1,6 +1,5 @@
-"""The steps of a cleaning run, in the order they run (`helpers.clean.steps.base`): normalising, language ID, the
-quality filters in the order `--filters` lists them, decontamination, then exact, repeated-line and near-duplicate
-removal, then PII masking (on the records kept, as FineWeb's pipeline does it last), each as its flag asks."""
+"""`--filters` and `--filter-option`: which of datatrove's quality filters (`helpers.clean.steps.filters`) a run
+applies, in the order named, and each rule's threshold; one registered step that builds them."""
 
 from __future__ import annotations
 
@@ -8,47 +7,42 @@ import inspect
 import json
 
 from ...common.errors import UserError
-from ...decontamination.evals import load_evals
-from ..steps.decontaminate import decontamination_step
-from ..steps.exact import ExactDedup, LineDedup
-from ..steps.filters import FILTERS
-from ..steps.normalize import Normalize
-from ..steps.fuzzy import FuzzyDedup
-from ..steps.language import LanguageId
-from ..steps.pii import PiiMask, pii_kinds
-
-STEPS = ("normalize", "exact", "lines", "fuzzy", "pii")  # what the on-off flags name, in the order the steps run
+from .base import Option, Step
+from .filters import FILTERS
+from .pii import PiiMask
 
 
-def steps_of(settings) -> list:
-    """The steps `settings` (a `CleanSettings`) asks for, in run order."""
-    steps: list = []
-    if settings.normalize:
-        steps.append(Normalize())
-    if settings.languages:
-        steps.append(LanguageId(settings.languages, settings.language_threshold))
-    options = dict(settings.filter_options)
-    steps.extend(FILTERS[name](**dict(options.get(name, ()))) for name in settings.filters)
-    if settings.decontaminate:
-        steps.append(decontamination_step(load_evals(list(settings.decontaminate), settings.eval_keys or None),
-                                          ngram=settings.decontaminate_ngram, mode=settings.decontaminate_mode,
-                                          allow_short=settings.allow_short_ngrams))
-    if settings.exact:
-        steps.append(ExactDedup())
-    if settings.lines:
-        steps.append(LineDedup(settings.line_min_count, settings.line_min_chars))
-    if settings.fuzzy:
-        steps.append(FuzzyDedup(threshold=settings.threshold, ngram=settings.ngram, num_perm=settings.num_perm,
-                                bands=settings.bands, rows=settings.rows, seed=settings.seed,
-                                memory_limit=settings.memory_limit))
-    if settings.pii:
-        steps.append(PiiMask.of(pii_kinds(settings.pii)))
-    return steps
+class QualityFilters(Step):
+    """The quality filters `--filters` names, in its order, with the settings `--filter-option` gives them."""
+
+    name = "filters"
+    options = (
+        Option("filters", None, f"quality filters, comma-separated, in the order to run them: {', '.join(FILTERS)} "
+                                "(as datatrove 0.10.1 decides; needs spaCy: pip install -e '.[quality]')"),
+        Option("filter_options", None, "a filter's setting, e.g. gopher-quality.min_doc_words=30 (JSON values; repeat "
+                                       "the flag)", flag="--filter-option",
+               cli={"action": "append", "metavar": "NAME.SETTING=VALUE"}, needs_switch=False),
+    )
+
+    @classmethod
+    def read(cls, values: dict) -> dict:
+        names, options = filter_settings(values["filters"], values["filter_options"])
+        return {"filters": names, "filter_options": options}
+
+    @classmethod
+    def build(cls, values: dict) -> list:
+        options = dict(values["filter_options"])
+        return [FILTERS[name](**dict(options.get(name, ()))) for name in values["filters"]]
+
+    @classmethod
+    def shown(cls, values: dict) -> dict:
+        return {"filters": list(values["filters"]),
+                "filter_options": {name: dict(settings) for name, settings in values["filter_options"]}}
 
 
 def filter_settings(filters: list[str] | str | None, options: list[str] | dict | None) -> tuple[tuple, tuple]:
     """`--filters` (names, or one comma-separated string) and `--filter-option NAME.PARAMETER=VALUE` (or a mapping of
-    name to keyword arguments), checked: (names, options) as `CleanSettings` holds them. A value is read as JSON
+    name to keyword arguments), checked: (names, options) as the run holds them. A value is read as JSON
     (`0.2`, `null`, `[[2, 0.2]]`), else taken as a string."""
     if isinstance(filters, str):
         filters = [name for name in filters.split(",") if name]
