@@ -136,3 +136,17 @@ def test_a_labeller_s_labels_are_written_as_fields_and_columns(corpus_dir, tmp_p
     assert table.schema.names == [*records[0], "line_count", "first_word"]
     assert table.schema.field("line_count").type == pa.float64()
     assert table.to_pylist() == written
+
+
+def test_a_step_setting_beside_steps_of_one_s_own_is_refused(corpus_dir, tmp_path):
+    with pytest.raises(UserError, match="so threshold would be ignored"):
+        clean([corpus_dir / "docs.jsonl"], tmp_path, steps=[Normalize()], threshold=0.5, progress=False)
+
+
+def test_an_unknown_keyword_is_refused_as_python_refuses_one(corpus_dir, tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'thresold'"):
+        clean([corpus_dir / "docs.jsonl"], tmp_path, exact=True, thresold=0.5, progress=False)
+
+
+def test_the_on_off_switches_come_from_the_registry():
+    assert switches() == ("normalize", "exact", "lines", "fuzzy", "pii")

@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from ...common.errors import UserError
 from ...common.files import remove_stale_temporaries, temporary_name
 from ...common.stop_signals import check_signals, signals_held
 from ...corpus.columnar import SAVED_STATE
@@ -31,7 +32,11 @@ def clean(inputs, output_dir, steps: list | None = None, options: RunOptions | N
     the run's own settings (`RunOptions`); `settings`: keywords, each a step's setting (`exact=True`, `threshold=0.7`:
     every registered step's `options`) or a run option (`workers=2`)."""
     options = RunOptions.of(options, settings)
-    chosen = read_settings({key: value for key, value in settings.items() if key not in run_keywords()})
+    given = {key: value for key, value in settings.items() if key not in run_keywords()}
+    chosen = read_settings(given)
+    if steps is not None and given:
+        raise UserError(f"clean(steps=...) runs the steps given, so {', '.join(sorted(given))} would be ignored; fix: "
+                        "set it on the step itself, or leave steps out")
     steps = steps_asked(chosen) if steps is None else list(steps)
     run = CleaningRun(inputs, Path(output_dir), options, steps)
     for step in {type(step): step for step in steps}.values():

@@ -50,6 +50,16 @@ def english_words() -> EnglishWords:
 _SPLITTER: EnglishWords | None = None
 
 
+class SplitsEnglish:
+    """What the four filters share: each splits English words, loaded once in the driver (forked workers start
+    with spaCy's rules), and the report counts their removals by rule."""
+
+    by_rule = True
+
+    def warm_up(self) -> None:
+        english_words()
+
+
 SYMBOL, LETTER = 1, 2  # a word of punctuation only; a word with a letter (never both: no letter is punctuation)
 _KINDS: dict[str, int] = {}
 
@@ -67,12 +77,8 @@ def _word_kinds(words: list[str]) -> list[int]:
     return kinds
 
 
-class GopherQuality(Filter):
+class GopherQuality(SplitsEnglish, Filter):
     name = "gopher_quality"
-    by_rule = True
-
-    def warm_up(self) -> None:
-        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, min_doc_words: int | None = 50, max_doc_words: int | None = 100_000,
                  min_avg_word_length: float | None = 3, max_avg_word_length: float | None = 10,
@@ -137,12 +143,11 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, characters
 
 
-class GopherRepetition(Filter):
+class GopherRepetition(SplitsEnglish, Filter):
     name = "gopher_repetition"
-    by_rule = True
 
     def warm_up(self) -> None:
-        english_words()  # spaCy loaded once in the driver: forked workers start with it
+        super().warm_up()
         load_compiled()  # and numba's loops
 
     def __init__(self, *, dup_line_frac: float | None = 0.3, dup_para_frac: float | None = 0.3,
@@ -178,14 +183,10 @@ class GopherRepetition(Filter):
         return None
 
 
-class C4Quality(DocumentStep):
+class C4Quality(SplitsEnglish, DocumentStep):
     """A filter that also cuts lines from the documents it keeps (so neither a pure filter nor a formatter)."""
 
     name = "c4_quality"
-    by_rule = True
-
-    def warm_up(self) -> None:
-        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, remove_citations: bool = True, filter_no_terminal_punct: bool = True,
                  min_num_sentences: int = 5, min_words_per_line: int = 3, max_word_length: int = 1000,
@@ -228,12 +229,8 @@ class C4Quality(DocumentStep):
         return "\n".join(kept).strip(), None
 
 
-class FineWebQuality(Filter):
+class FineWebQuality(SplitsEnglish, Filter):
     name = "fineweb_quality"
-    by_rule = True
-
-    def warm_up(self) -> None:
-        english_words()  # spaCy loaded once in the driver: forked workers start with it
 
     def __init__(self, *, line_punct_thr: float = 0.12, line_punct_exclude_zero: bool = False,
                  stop_chars: tuple[str, ...] | None = None, short_line_thr: float = 0.67, short_line_length: int = 30,
