@@ -32,7 +32,10 @@ from helpers.training.distributed import finish_ranks, join_ranks
 def main(argv):
     if sys.argv[2] in ("group", "refused"):
         join_ranks(group_of_one=True)
-    if sys.argv[2] == "refused":
+    if sys.argv[2] == "signalled":  # torchrun ends the other ranks as this one exits
+        join_ranks(group_of_one=True)
+        atexit.register(lambda: os.kill(os.getpid(), 15))
+    if sys.argv[2] in ("refused", "signalled"):
         raise UserError("a mistake of the user's; fix: the fix")
     if sys.argv[2] == "script":
         join_ranks(group_of_one=True)
@@ -72,3 +75,11 @@ def test_without_a_process_group_the_process_exits_the_ordinary_way(tmp_path):
     assert done.returncode == 3 and done.stdout == "buffered, no newline", done.stderr[-2000:]
     assert (tmp_path / "atexit").exists()
     assert (tmp_path / "finalized").read_text() == "the interpreter finalized"
+
+
+def test_a_stop_signal_while_the_process_ends_changes_nothing(tmp_path):
+    """SIGTERM in the middle of the exit (torchrun stopping the other ranks once one failed) is let go: raised in an
+    atexit function it would print a traceback, and the run's own line and code are already given."""
+    done = run(tmp_path, "signalled")
+    assert done.returncode == 2 and done.stderr == "error: a mistake of the user's; fix: the fix\n", done.stderr
+    assert (tmp_path / "atexit").read_text() == "atexit ran"

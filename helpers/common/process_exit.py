@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 _joined_a_group = False
@@ -45,6 +47,9 @@ def exit_process(code: int) -> NoReturn:
     module's docstring); otherwise the ordinary way, `sys.exit`."""
     if not joined_a_process_group():
         sys.exit(code)
+    if threading.current_thread() is threading.main_thread():  # torchrun stops the other ranks once one failed: a
+        for signum in (signal.SIGINT, signal.SIGTERM):  # signal now would raise inside an atexit function, print a
+            signal.signal(signum, signal.SIG_IGN)  # traceback and change nothing, the exit being under way
     atexit._run_exitfuncs()  # what exit runs before finalizing: logging's flush, temporary folders, ...
     for stream in (sys.stdout, sys.stderr):
         try:
