@@ -270,6 +270,25 @@ def test_bad_input_is_one_line():
         audit([ids], vocab_size=100, labels="next")
 
 
+def test_the_settings_come_whole_or_as_keywords(real):
+    """`AuditSettings` handed whole gives what its fields as keywords give, offline and live; a keyword beside it
+    takes that field's place; a keyword that names no setting is refused as Python refuses it."""
+    from helpers.audit import AuditCallback, AuditSettings, Auditor
+
+    settings = AuditSettings(vocab_size=VOCAB, labels="same")
+    whole, named = audit(real[:4], settings), audit(real[:4], vocab_size=VOCAB, labels="same")
+    assert whole.summary() == named.summary() and not whole.ok
+    assert audit(real[:4], settings, labels="shifted").ok
+    assert audit_ranks([real[:4]], settings=settings).summary() == whole.summary()
+    assert Auditor(settings, labels="shifted").settings == AuditSettings(vocab_size=VOCAB, labels="shifted")
+    with pytest.warns(UserWarning, match="labels-misaligned"):
+        assert Auditor(settings, on_finding="warn").step(real[0])[0].code == "labels-misaligned"
+    for refused in (lambda: audit(real[:1], vocab_sise=VOCAB), lambda: Auditor(settings, pad=0),
+                    lambda: AuditCallback(labels="same"), lambda: audit(real[:1])):
+        with pytest.raises(TypeError, match="unexpected keyword argument|missing 1 required"):
+            refused()
+
+
 def test_what_the_audit_holds_grows_by_digests_only():
     rng = np.random.default_rng(0)
     words = rng.zipf(1.3, size=(32, 2048)) % 50_000  # text-like frequencies

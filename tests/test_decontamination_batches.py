@@ -72,11 +72,12 @@ def test_a_packed_row_is_not_joined_across_its_eod_and_the_live_auditor_raises(h
     short = np.concatenate([[100, 101], item[cut - 20:cut], [eod], item[cut:cut + 20], [102]])
     assert overlap.find(short[None, :]) is None  # 40 tokens of the item, but only across the EOD
     assert overlap.find(np.concatenate([short[:22], short[23:]])[None, :]) is not None  # no EOD: one document
-    auditor = Auditor(vocab_size=128_256, evals=[humaneval], tokenizer=load_tokenizer("llama3"))
-    auditor.step({"input_ids": torch.tensor(np.stack([short, short]))})
-    with pytest.raises(DataBugError, match=r"eval-overlap \(rank 0, step 1\): row 1, tokens 2-34 hold an n-gram of "
-                                           r"humaneval HumanEval/3"):
-        auditor.step({"input_ids": torch.tensor(np.stack([short, np.concatenate([short[:22], short[23:], [7]])]))})
+    for auditor in (Auditor(vocab_size=128_256, evals=[humaneval], tokenizer=load_tokenizer("llama3")),
+                    Auditor(vocab_size=128_256, overlap=overlap)):  # the sets as one object, as audit() takes them
+        auditor.step({"input_ids": torch.tensor(np.stack([short, short]))})
+        with pytest.raises(DataBugError, match=r"eval-overlap \(rank 0, step 1\): row 1, tokens 2-34 hold an n-gram "
+                                               r"of humaneval HumanEval/3"):
+            auditor.step({"input_ids": torch.tensor(np.stack([short, np.concatenate([short[:22], short[23:], [7]])]))})
 
 
 def test_the_command_line_audits_saved_batches_for_eval_n_grams(humaneval, overlap, tmp_path):

@@ -91,7 +91,7 @@ def test_the_scan_splits_words_as_str_split_on_every_code_point():
     characters = [chr(code) for code in range(1, 0x110000)]
     text = "a" + "a".join(characters) + "a"
     data = text.encode("utf-8", "surrogatepass")
-    _, starts, ends = scan.word_spans(np.frombuffer(data, np.uint8))
+    _, starts, ends = scan.utf8_word_spans(np.frombuffer(data, np.uint8))
     count = starts.size
     pieces_found = [gpt3_words(data[s:e].decode("utf-8", "surrogatepass"))
                     for s, e in zip(starts.tolist(), ends.tolist())]

@@ -9,14 +9,17 @@ zeros.
   Face `Trainer`; `--audit` does it in `python -m helpers.training` and the framework examples;
 - `python -m helpers.audit FILES --vocab-size N` reads batches saved from someone else's run.
 
-What each check measures and where its threshold comes from: `helpers.audit.statistics` and
-`helpers.audit.stream`.
+What the audit is told about the run (the model's vocabulary, its label layout, special ids) is one
+`AuditSettings`, taken whole or as keywords. What each check measures and where its threshold comes from:
+docs/audit.md, `helpers.audit.statistics` and `helpers.audit.stream`.
 """
 
 from .report import CODES, Finding, Report
+from .settings import AuditSettings
 from .stream import audit, audit_ranks
 
-__all__ = ["CODES", "AuditCallback", "Audited", "Auditor", "DataBugError", "Finding", "Report", "audit", "audit_ranks"]
+__all__ = ["CODES", "AuditCallback", "AuditSettings", "Audited", "Auditor", "DataBugError", "Finding", "Report",
+           "audit", "audit_ranks"]
 
 
 def __getattr__(name: str):

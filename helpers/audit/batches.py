@@ -98,8 +98,9 @@ def _parts(batch, step: int) -> tuple:
                     "pair, or a 2-D array of ids")
 
 
-def read_batch(batch, step: int, ignore_index: int = -100) -> Batch:
-    """The parts of one batch the audit looks at (see the module docstring)."""
+def read_batch(batch, step: int, ignore_index: int) -> Batch:
+    """The parts of one batch the audit looks at (see the module docstring): labels out of a loss mask set to
+    `ignore_index`."""
     ids, labels, mask, loss_mask = _parts(batch, step)
     stored = str(getattr(ids, "dtype", "")).replace("torch.", "")
     input_ids = _array(ids, "input_ids", step)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import pickle
 import re
 import sys
+from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Iterator
 
@@ -30,6 +31,7 @@ from ..decontamination.flags import add_eval_flags, eval_keys, refuse_without_ev
 from ..decontamination.lengths import TOKEN_NGRAM
 from ..tokenizers.zoo import load_tokenizer
 from .eval_overlap import eval_overlap
+from .settings import AuditSettings
 from .stream import audit_ranks
 
 
@@ -83,6 +85,25 @@ def _stream(paths: list[Path]) -> Iterator:
         yield from read_batches(path)
 
 
+def _flagged() -> list[Field]:
+    """The fields of `AuditSettings` the command line sets, each by a flag of its name (`--vocab-size`)."""
+    return [each for each in fields(AuditSettings) if each.metadata["flag"]]
+
+
+def add_setting_flags(parser) -> None:
+    """A flag for each setting the command line sets, with the setting's default, choices and documentation."""
+    for each in _flagged():
+        choices = each.metadata["choices"]
+        required = {"required": True} if each.default is MISSING else {"default": each.default}
+        parser.add_argument("--" + each.name.replace("_", "-"), type=None if choices else int, choices=choices,
+                            help=each.metadata["doc"], **required)
+
+
+def settings_of(args) -> AuditSettings:
+    """The `AuditSettings` the flags give."""
+    return AuditSettings(**{each.name: getattr(args, each.name) for each in _flagged()})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["ledger"]:  # python -m helpers.audit ledger STATE: what a run was trained on
@@ -91,13 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return ledger(argv[1:])
     parser = CommandParser(prog="python -m helpers.audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="torch.save'd batches or .npy ids")
-    parser.add_argument("--vocab-size", type=int, required=True, help="the model's vocabulary size")
-    parser.add_argument("--labels", choices=["same", "shifted"], default=None,
-                        help="what the model expects: labels equal to input_ids (it shifts), or one token on")
-    parser.add_argument("--pad-id", type=int, default=None)
-    parser.add_argument("--eod-id", type=int, default=None, help="the id that ends a document (its EOS)")
-    parser.add_argument("--bos-id", type=int, default=None, help="the id that starts a document (its BOS)")
-    parser.add_argument("--ignore-index", type=int, default=-100)
+    add_setting_flags(parser)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--ranks", action="store_true", help="each file is one rank's stream")
     add_eval_flags(parser, "a batch holding one of their n-grams is a finding (eval-overlap); needs --tokenizer")
@@ -114,8 +129,6 @@ def main(argv: list[str] | None = None) -> int:
         overlap = eval_overlap(load_evals(args.decontaminate, eval_keys(args.eval_keys) or None), tokenizer,
                                args.ngram, args.eod_id)
     streams = [read_batches(path) for path in args.files] if args.ranks else [_stream(args.files)]
-    report = audit_ranks(streams, vocab_size=args.vocab_size, labels=args.labels, pad_id=args.pad_id,
-                         ignore_index=args.ignore_index, eod_id=args.eod_id, max_steps=args.max_steps, overlap=overlap,
-                         bos_id=args.bos_id)
+    report = audit_ranks(streams, settings_of(args), max_steps=args.max_steps, overlap=overlap)
     print(report.summary())
     return 0 if report.ok else 1

@@ -20,20 +20,21 @@ from transformers import TrainerCallback
 
 from ..common.files import write_text_atomically
 from .live import Auditor
-from .stream import REMEMBER
+from .settings import AuditSettings, refuse_unknown
 
 STATE_FILE = "audit_state.json"
 
 
 class AuditCallback(TrainerCallback):
-    """Audit every training batch the model sees; `on_finding` "raise" (the default) or "warn"; `remember`: the
-    sample digests kept to find replays by (see `Auditor`)."""
+    """Audit every training batch the model sees; `on_finding` "raise" (the default) or "warn"; `settings` (an
+    `AuditSettings`, or its fields as keywords) as `Auditor` takes them, but for `vocab_size`, the model's config's
+    unless given, and `labels`, read from each batch."""
 
-    def __init__(self, vocab_size: int | None = None, pad_id: int | None = None, eod_id: int | None = None,
-                 on_finding: str = "raise", remember: int = REMEMBER, bos_id: int | None = None):
-        self.vocab_size, self.pad_id, self.eod_id, self.on_finding = vocab_size, pad_id, eod_id, on_finding
-        self.bos_id = bos_id
-        self.remember = remember
+    def __init__(self, settings: AuditSettings | None = None, *, on_finding: str = "raise", **named):
+        refuse_unknown(named, "AuditCallback", read_here=("labels",))
+        if named.get("vocab_size", 0) is None:
+            del named["vocab_size"]  # the model's
+        self.settings, self.named, self.on_finding = settings, named, on_finding
         self.auditor: Auditor | None = None
         self.saved_state: dict | None = None
         self.handle = None
@@ -46,16 +47,15 @@ class AuditCallback(TrainerCallback):
                  "attention_mask": kwargs.get("attention_mask")}
         batch = {key: value for key, value in batch.items() if value is not None}
         if self.auditor is None:
-            self.auditor = Auditor(vocab_size=self.vocab_size, labels="shifted" if shifted else "same",
-                                   pad_id=self.pad_id, eod_id=self.eod_id, on_finding=self.on_finding,
-                                   remember=self.remember, bos_id=self.bos_id)
+            self.auditor = Auditor(self.settings, on_finding=self.on_finding, **self.named,
+                                   labels="shifted" if shifted else "same")
             if self.saved_state is not None:
                 self.auditor.load_state_dict(self.saved_state)
         self.auditor.step(batch)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        if self.vocab_size is None:
-            self.vocab_size = model.config.vocab_size
+        if self.settings is None and "vocab_size" not in self.named:
+            self.named["vocab_size"] = model.config.vocab_size
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         if state.global_step and os.path.isfile(os.path.join(folder, STATE_FILE)):
             with open(os.path.join(folder, STATE_FILE), encoding="utf-8") as file:

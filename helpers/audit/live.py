@@ -22,14 +22,8 @@ from ..common.errors import UserError
 from .eval_overlap import eval_overlap
 from .report import Finding, Report
 from .sightings import Sightings, sighting
-from .stream import (
-    REMEMBER,
-    AuditSettings,
-    Seen,
-    StreamAudit,
-    batch_digests,
-    read_batch,
-)
+from .settings import AuditSettings
+from .stream import Seen, StreamAudit, batch_digests, read_batch
 
 
 class DataBugError(UserError):
@@ -53,7 +47,8 @@ def _distributed():
 
 
 class Auditor:
-    """One rank's live audit; `on_finding` "raise" (the default) or "warn" (each code once).
+    """One rank's live audit of a run described by `settings` (an `AuditSettings`, or its fields as keywords:
+    `Auditor(vocab_size=V, labels="shifted")`); `on_finding` "raise" (the default) or "warn" (each code once).
 
     `remember`: how many sample digests (all ranks' together) are kept to find replays by, and as many batch
     digests; the newest are kept, the oldest forgotten. Its memory stays bounded over a run of any length:
@@ -65,23 +60,25 @@ class Auditor:
     samples than that (a million steps of 8 rows on one rank hold 8 million).
     Raise it for such runs, at 16 bytes a sample.
 
-    `evals` (`helpers.decontamination.EvalSet`s, e.g. `load_evals(["humaneval"])`) with the run's `tokenizer`: each
-    batch is also searched for the items' n-grams of `eval_ngram` tokens (`eval-overlap`); the index is built here,
-    once."""
+    `overlap` (an `helpers.audit.eval_overlap.EvalOverlap`): each batch is also searched for evaluation items'
+    n-grams (`eval-overlap`). Or it is built here, once, from `evals` (`helpers.decontamination.EvalSet`s, e.g.
+    `load_evals(["humaneval"])`) with the run's `tokenizer`, n-grams of `eval_ngram` tokens; a `vocab-mismatch`
+    finding names the `tokenizer`'s size where it is given."""
 
-    def __init__(self, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
-                 ignore_index: int = -100, eod_id: int | None = None, on_finding: str = "raise",
-                 remember: int = REMEMBER, evals: list | None = None, tokenizer=None, eval_ngram: int | None = None,
-                 bos_id: int | None = None):
+    def __init__(self, settings: AuditSettings | None = None, *, on_finding: str = "raise", overlap=None,
+                 evals: list | None = None, tokenizer=None, eval_ngram: int | None = None, **named):
         if on_finding not in ("raise", "warn"):
             raise ValueError(f"on_finding={on_finding!r}: expected 'raise' or 'warn'")
-        self.settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                                      eod_id=eod_id, remember=remember, bos_id=bos_id,
-                                      tokenizer_vocab=getattr(tokenizer, "vocab_size", None))
-        self.settings.check()
+        if tokenizer is not None:
+            named.setdefault("tokenizer_vocab", getattr(tokenizer, "vocab_size", None))
+        self.settings = AuditSettings.given(settings, named, "Auditor")
         dist = _distributed()
         self.rank = dist.get_rank() if dist else 0
-        self.stream = StreamAudit(self.settings, self.rank, overlap=eval_overlap(evals, tokenizer, eval_ngram, eod_id))
+        if overlap is None:
+            overlap = eval_overlap(evals, tokenizer, eval_ngram, self.settings.eod_id)
+        elif evals:
+            raise ValueError("evals= and overlap= both given; fix: pass one of them")
+        self.stream = StreamAudit(self.settings, self.rank, overlap=overlap)
         self.on_finding = on_finding
         self._report = Report()
 

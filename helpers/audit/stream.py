@@ -1,34 +1,17 @@
 """The audit of one or several streams of batches: each batch read once, its checks run, its digests kept
 (a 64-bit xxh3 of each sample and of the batch, never the batch), findings gathered in a `Report`.
 
-What each finding measures, and its threshold:
-- `random-tokens`: windows of a row, or the batch's ids pooled, whose equal pairs are as few as a uniform
-  draw's (`helpers.audit.statistics`, margins in `benchmarks/audit_margins.py`);
-- `id-out-of-range`: any input id outside [0, vocab_size), or label other than ignore_index;
-- `id-wraparound`: a vocabulary above 65,536 whose ids come as uint16, or 16,384 tokens with no id from
-  65,536 up (`helpers.audit.statistics`);
-- `constant-batch`: a batch of 64 ids or more of one id throughout, or a row of zeros;
-- `labels-misaligned`: the share of label positions equal to the ids at the same place, one on, two on;
-  the layout the model expects must match at 99% or more of them (a right layout matches at 100%; the
-  wrong one, on real text, at the share of tokens equal to their neighbour: 0 to 22% here);
-- `padding-in-loss`: a label other than ignore_index where the attention mask is 0 (or the input is the pad
-  id; where the pad id may end a document, only the run of it that ends or starts a row, less the first);
-- `repeated-batch`, `repeated-samples`: a replay, that is half or more of a batch's samples already seen
-  *in the order they were seen*, each the sample that came right after the one before it, in a run longer
-  than a new epoch's shuffle makes by chance (`statistics.replay_run_needed`: 3 to 16 samples, fewer the
-  more samples the stream holds). A new epoch holds the same samples in a new order, and exact duplicates
-  in a corpus come back one at a time: neither is a finding;
-- `same-batch-across-ranks`: half or more of this step's samples seen on another rank at the same step (with
-  one sample a batch, two steps in a row); a document that a corpus holds twice landing on two ranks is not;
-- `eval-overlap` (only when asked, with evaluation sets and their tokenizer): a window of a row, within one
-  document, equal to an evaluation item's n-gram of `TOKEN_NGRAM` tokens (`helpers.audit.eval_overlap`);
-- `same-data-across-ranks`: samples another rank trained on at earlier steps, far more often than this rank's
-  own come back (`SHARED_RATIO`);
-- `repeated-batch` too for a batch of the same samples as an earlier one in another order, where the samples
-  seen could make far more such groups than a reshuffle would hit (`_regrouped`);
-- the checks of their own modules: `ids-rounded` (`casts`), `vocab-mismatch` (`vocabulary`), `no-labels` and
-  `attention-mask-inverted` (`masks`), `double-bos`, `truncated-documents`, `eos-not-learned`
-  (`document_shapes`), `repeated-documents` (`document_replays`), `unshuffled` (`order`).
+`StreamAudit` is one rank's stream; `audit` and `audit_ranks` read whole streams offline, told about the run by
+`AuditSettings` (`helpers.audit.settings`). The checks of this module find ids out of range or wrapped by uint16, a
+batch of one id, labels in the wrong layout, padding in the loss, a replay of samples already seen in the order
+they were seen (`repeated-batch`, `repeated-samples`), the same samples on several ranks at one step or over time,
+a batch of the same samples as an earlier one in another order, and samples back for the first time all at once
+(`helpers.audit.returns`); the others live in their own modules: `random-tokens` and `id-wraparound`'s statistics
+(`statistics`), `ids-rounded` (`casts`), `vocab-mismatch` (`vocabulary`), `no-labels` and
+`attention-mask-inverted` (`masks`), `double-bos`, `truncated-documents`, `eos-not-learned` (`document_shapes`),
+`repeated-documents` (`document_replays`), `unshuffled` (`order`) and `eval-overlap` (`eval_overlap`).
+
+What each finding measures and where its threshold comes from: docs/audit.md, "What each check measures".
 """
 
 from __future__ import annotations
@@ -50,6 +33,7 @@ from .masks import hidden_padding, inverted_mask, no_labels
 from .order import OrderWatch
 from .report import Finding, Report
 from .returns import FAR_BACK, FirstReturns
+from .settings import REMEMBER, AuditSettings
 from .sightings import Sightings, follows, sighting, where
 from .statistics import (
     CHANCE,
@@ -68,44 +52,19 @@ from .statistics import (
 )
 from .vocabulary import verdict
 
-LABELS = ("same", "shifted", None)
 LAYOUT_WORDS = {"same": "equal to input_ids", "shifted": "one token ahead", "shifted twice": "two tokens ahead"}
-REMEMBER = 1 << 21  # sample digests kept by default: 32 MiB in frozen blocks, plus the newest in a dict
 FEWEST_VALUES = 16  # the pooled test asks for ids spanning at least this many values
 CONSTANT_TOKENS = 64  # a batch of one id throughout is a finding from this many ids
-SHARED_FEWEST, SHARED_RATIO = 8, 4
+SHARED_FEWEST, SHARED_RATIO = 8, 4  # samples from other ranks' earlier steps, against this rank's own
 DOCUMENT_SHARE = 4  # the document keys kept: a quarter of `remember` each (starts, ends, first returns)
 SHORTEST_RETURN = 32  # rows of fewer real tokens (a line of a licence, padded) are too short to tell a copy apart
-PLAIN_SHARE, PLAIN_TOP = 8, 0.4  # plain content: few distinct ids, one of them common  # samples from other ranks' earlier steps, against this rank's own
+PLAIN_SHARE, PLAIN_TOP = 8, 0.4  # plain content: few distinct ids, one of them common
 REPLAY_CAUSES = ("the stream loops, an epoch counter never advances (sampler.set_epoch), a resumed run replays "
                  "what it trained on, the batches were made once and only their order is shuffled each epoch, "
                  "DataLoader workers each read the whole stream (an IterableDataset that does not split its data by "
                  "get_worker_info()), or the data holds the same documents twice in a row")
 REPLAY_FIX = ("fix: advance the epoch each epoch and resume from the loader's saved state; drop duplicate "
               "documents with python -m helpers.clean --exact")
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    vocab_size: int
-    labels: str | None = None
-    pad_id: int | None = None
-    ignore_index: int = -100
-    eod_id: int | None = None
-    remember: int = REMEMBER
-    bos_id: int | None = None
-    tokenizer_vocab: int | None = None  # the tokenizer's size, where the auditor was given it
-
-    def check(self) -> None:
-        if not isinstance(self.vocab_size, int) or self.vocab_size < 2:
-            raise UserError(f"vocab_size {self.vocab_size!r}: not a vocabulary size; fix: pass the model's vocabulary "
-                            "size, an integer >= 2 (model.config.vocab_size)")
-        if self.labels not in LABELS:
-            raise UserError(f"labels={self.labels!r}: no such layout; fix: pass 'same' (the model shifts, as Hugging "
-                            "Face models do), 'shifted' (y[t] = x[t+1], as nanoGPT and Megatron) or None")
-        if not isinstance(self.remember, int) or self.remember < 1024:
-            raise UserError(f"remember={self.remember!r}: too few digests to find a replay by; fix: keep 1,024 or "
-                            f"more (the default, {REMEMBER:,}, holds them in under 100 MB)")
 
 
 def digest(array: np.ndarray) -> int:
@@ -176,7 +135,6 @@ class StreamAudit:
     """One rank's stream: `look(batch)` runs every check on its next batch and returns the findings."""
 
     def __init__(self, settings: AuditSettings, rank: int = 0, seen: Seen | None = None, overlap=None):
-        settings.check()
         self.settings, self.rank = settings, rank
         self.overlap = overlap  # an `EvalOverlap`, or None
         self.seen = seen if seen is not None else Seen(settings.remember)
@@ -540,27 +498,21 @@ def _streams_checked(streams: Sequence) -> None:
         raise UserError("no stream given; fix: pass one iterable of batches per rank")
 
 
-def audit(batches: Iterable, *, vocab_size: int, labels: str | None = None, pad_id: int | None = None,
-          ignore_index: int = -100, eod_id: int | None = None, max_steps: int | None = None,
-          remember: int = REMEMBER, overlap=None, bos_id: int | None = None) -> Report:
+def audit(batches: Iterable, settings: AuditSettings | None = None, *, max_steps: int | None = None, overlap=None,
+          **named) -> Report:
     """Audit one rank's stream of batches (read once, lazily, up to `max_steps`); see `helpers.audit`.
-    `remember`: the sample digests kept to find replays by (see `helpers.audit.live.Auditor`); `overlap`: an
+    `settings`: an `AuditSettings`, or its fields as keywords (`vocab_size=` at least); `overlap`: an
     `helpers.audit.eval_overlap.EvalOverlap` to look for evaluation n-grams with."""
-    return audit_ranks([batches], vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                       eod_id=eod_id, max_steps=max_steps, remember=remember, overlap=overlap, bos_id=bos_id)
+    return audit_ranks([batches], AuditSettings.given(settings, named, "audit"), max_steps=max_steps, overlap=overlap)
 
 
-def audit_ranks(streams: Sequence[Iterable], *, vocab_size: int, labels: str | None = None,
-                pad_id: int | None = None, ignore_index: int = -100, eod_id: int | None = None,
-                max_steps: int | None = None, remember: int = REMEMBER, overlap=None,
-                bos_id: int | None = None) -> Report:
+def audit_ranks(streams: Sequence[Iterable], settings: AuditSettings | None = None, *, max_steps: int | None = None,
+                overlap=None, **named) -> Report:
     """Audit several ranks' streams offline, step by step together: each as `audit` does, and their batches
     compared with each other's at every step."""
     _streams_checked(streams)
-    settings = AuditSettings(vocab_size=vocab_size, labels=labels, pad_id=pad_id, ignore_index=ignore_index,
-                             eod_id=eod_id, remember=remember, bos_id=bos_id)
-    settings.check()
-    seen = Seen(remember)
+    settings = AuditSettings.given(settings, named, "audit_ranks")
+    seen = Seen(settings.remember)
     audits = [StreamAudit(settings, rank, seen, overlap) for rank in range(len(streams))]
     iterators = [iter(stream) for stream in streams]
     report = Report()

@@ -13,7 +13,7 @@ MIX_1, MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 @jit(cache=True, inline="always")
-def _mix(value):
+def splitmix64(value):
     """A 64-bit finaliser (splitmix64's), so that nearby keys land far apart in the table."""
     value = (value ^ (value >> np.uint64(30))) * MIX_1
     value = (value ^ (value >> np.uint64(27))) * MIX_2
@@ -21,7 +21,7 @@ def _mix(value):
 
 
 @jit(cache=True)
-def _window_keys(hashes, count, length, keys):
+def window_keys(hashes, count, length, keys):
     """The key of every window of `length` words among the first `count` hashes, into `keys`; how many."""
     windows = count - length + 1
     if windows <= 0:
@@ -34,7 +34,7 @@ def _window_keys(hashes, count, length, keys):
     for i in range(windows):
         if i > 0:
             value = (value - hashes[i - 1] * top) * BASE + hashes[i + length - 1]
-        key = _mix(value + np.uint64(length) * MIX_2)
+        key = splitmix64(value + np.uint64(length) * MIX_2)
         keys[i] = key if key != 0 else np.uint64(1)  # 0 marks an empty slot of the table
     return windows
 
@@ -42,7 +42,7 @@ def _window_keys(hashes, count, length, keys):
 @jit(cache=True, inline="always")
 def _lookup(table_keys, table_first, value, length):
     """The first pattern of the key of a window whose polynomial is `value` and whose length is `length`, or -1."""
-    key = _mix(value + np.uint64(length) * MIX_2)
+    key = splitmix64(value + np.uint64(length) * MIX_2)
     if key == 0:
         key = np.uint64(1)
     mask = table_keys.size - 1
@@ -55,7 +55,7 @@ def _lookup(table_keys, table_first, value, length):
 
 
 @jit(cache=True)
-def _tops(lengths):
+def window_tops(lengths):
     """BASE to the power of each window length: what the unit leaving a rolling key weighs."""
     tops = np.ones(lengths.size, np.uint64)
     for k in range(lengths.size):
@@ -65,7 +65,7 @@ def _tops(lengths):
 
 
 @jit(cache=True, inline="always")
-def _rolled(units, at, mask, known, rolling, table):
+def roll_windows(units, at, mask, known, rolling, table):
     """The keys of the windows of each length that end at unit `units[at & mask]` (`units`: all of them, mask -1,
     or a ring of the last ones), rolled on from the last (`rolling`: the lengths, their keys, their tops, firsts),
     and, for each length the last `known` units cover, the first entry of the window's key in `table` (keys,
@@ -125,7 +125,7 @@ class NgramTable:
             if length == 0:
                 continue
             windows = np.empty(hashes.size - length + 1, np.uint64)
-            _window_keys(hashes, hashes.size, length, windows)
+            window_keys(hashes, hashes.size, length, windows)
             keys.append(windows)
             items.append(np.full(windows.size, number, np.int32))
             positions.append(np.arange(windows.size, dtype=np.int32))

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import FIRST_ROOM, TEXT_NGRAM
-from .table import MIX_2, NgramTable, _rolled, _tops, bitmap
+from .table import MIX_2, NgramTable, bitmap, roll_windows, window_tops
 from .words import gpt3_words
 
 WORD, PUNCTUATION, SPACE, LEAD = 0, 1, 2, 3  # what a byte is to the scan; LEAD may start a Unicode space
@@ -161,7 +161,7 @@ def _scan(data, bounds, index, found_arrays):
         largest = max(largest, _end(data, bounds, document) - bounds[document])
     sums = np.empty(largest // 2 + 1, np.uint64)
     starts, ends = np.empty(largest // 2 + 1, np.int64), np.empty(largest // 2 + 1, np.int64)
-    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.full(lengths.size, -1, np.int64))
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), window_tops(lengths), np.full(lengths.size, -1, np.int64))
     shift = np.uint64(64 - VOCABULARY_BITS)
     found = 0
     for document in range(bounds.size - 1):
@@ -176,7 +176,7 @@ def _scan(data, bounds, index, found_arrays):
             sums[w] = word
             bit = word >> shift
             known = known + 1 if (vocabulary[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1) else 0
-            if _rolled(sums, w, mask=-1, known=known, rolling=rolling, table=(table_keys, table_first)):
+            if roll_windows(sums, w, mask=-1, known=known, rolling=rolling, table=(table_keys, table_first)):
                 for k in range(lengths.size):
                     if rolling[3][k] >= 0:
                         if found < found_entry.size:
@@ -186,7 +186,7 @@ def _scan(data, bounds, index, found_arrays):
     return found
 
 
-def word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def utf8_word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The words of a text's UTF-8 bytes: each one's sum, and where it starts and ends (bytes)."""
     capacity = data.size // 2 + 1
     sums, starts, ends = np.empty(capacity, np.uint64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
@@ -196,7 +196,7 @@ def word_spans(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def word_hashes(text: str) -> np.ndarray:
     """The scan's key of each word of `text` (so an item's patterns are keyed as a document's windows are)."""
-    keys = word_spans(_bytes(text))[0]
+    keys = utf8_word_spans(_bytes(text))[0]
     _keys(keys)
     return keys
 
@@ -271,7 +271,7 @@ class TextIndex:
     def _verified(self, text: str, data: bytes, entries: np.ndarray, lasts: np.ndarray, first: bool) -> list[Match]:
         """The candidates of one text (entries, and the number of each window's last word) whose words are the
         pattern's, the text's words found again with where they are."""
-        _, starts, ends = word_spans(np.frombuffer(data, np.uint8))
+        _, starts, ends = utf8_word_spans(np.frombuffer(data, np.uint8))
         characters = _character_offsets(data, text)
         firsts = lasts + 1 - self.table.entry_length[entries]  # each window's first word, by its first pattern
         order = np.lexsort((ends[lasts], starts[np.maximum(firsts, 0)]))

@@ -26,14 +26,14 @@ import numpy as np
 
 from ..common.compiled import jit
 from .lengths import FIRST_ROOM, TOKEN_NGRAM
-from .table import NgramTable, _mix, _rolled, _tops, bitmap
+from .table import NgramTable, bitmap, roll_windows, splitmix64, window_tops
 
 
 @jit(cache=True)
 def _token_hashes(tokens):
     hashes = np.empty(tokens.size, np.uint64)
     for i in range(tokens.size):
-        hashes[i] = _mix(np.uint64(tokens[i]) + np.uint64(1))
+        hashes[i] = splitmix64(np.uint64(tokens[i]) + np.uint64(1))
     return hashes
 
 
@@ -51,7 +51,7 @@ def _scan(tokens, index, found_arrays):
     while ring < longest + 1:
         ring *= 2
     hashes = np.zeros(ring, np.uint64)
-    rolling = (lengths, np.zeros(lengths.size, np.uint64), _tops(lengths), np.full(lengths.size, -1, np.int64))
+    rolling = (lengths, np.zeros(lengths.size, np.uint64), window_tops(lengths), np.full(lengths.size, -1, np.int64))
     known_ids = vocabulary.size * 64
     found, known = 0, 0  # how many of the last tokens are the items'
     for i in range(tokens.size):
@@ -60,8 +60,8 @@ def _scan(tokens, index, found_arrays):
         bit = np.uint64(token & 63) if inside else np.uint64(0)
         ours = inside and (vocabulary[token >> 6 if inside else 0] >> bit) & np.uint64(1) != 0
         known = known + 1 if ours else 0
-        hashes[i & (ring - 1)] = _mix(np.uint64(token) + np.uint64(1))
-        if _rolled(hashes, i, mask=ring - 1, known=known, rolling=rolling, table=(table_keys, table_first)):
+        hashes[i & (ring - 1)] = splitmix64(np.uint64(token) + np.uint64(1))
+        if roll_windows(hashes, i, mask=ring - 1, known=known, rolling=rolling, table=(table_keys, table_first)):
             for k in range(lengths.size):
                 if rolling[3][k] >= 0:
                     if found < found_entry.size:

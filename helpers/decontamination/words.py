@@ -23,7 +23,7 @@ def gpt3_words(text: str) -> list[str]:
     return normalized(text).split()
 
 
-def word_spans(text: str) -> list[tuple[str, int, int]]:
+def gpt3_word_spans(text: str) -> list[tuple[str, int, int]]:
     """Each word of `text` with where its piece starts and ends in `text` (characters, end exclusive): the spans a
     match is reported and removed by."""
     spans, position = [], 0

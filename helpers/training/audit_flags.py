@@ -10,6 +10,7 @@ import argparse
 
 from ..audit.live import Audited, Auditor
 from ..audit.planting import BUGS, SETUP_BUGS, PlantedBatches, Planter, planted_notice
+from ..audit.settings import AuditSettings
 from ..common.errors import say_on_stderr
 
 __all__ = ["add_audit_flag", "batches_for_the_model", "planter_if_asked"]
@@ -42,4 +43,4 @@ def batches_for_the_model(args: argparse.Namespace, loader, vocab_size: int):
     batches = loader if planter is None else PlantedBatches(loader, planter)
     if not getattr(args, "audit", False):
         return batches
-    return Audited(batches, Auditor(vocab_size=vocab_size, labels="shifted"))
+    return Audited(batches, Auditor(AuditSettings(vocab_size=vocab_size, labels="shifted")))

@@ -15,7 +15,7 @@ import random
 
 import numpy as np
 
-from ...decontamination.table import _window_keys
+from ...decontamination.table import window_keys
 from ...decontamination.text_index import TextIndex, word_hashes
 
 ODD = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
@@ -42,7 +42,7 @@ def _window_keys_of(text: str, n: int) -> np.ndarray:
     """The 64-bit key of every window of `n` words of `text` (GPT-3's words), as the index keys them."""
     hashes = word_hashes(text)
     keys = np.empty(max(hashes.size - n + 1, 0), np.uint64)
-    _window_keys(hashes, hashes.size, n, keys)
+    window_keys(hashes, hashes.size, n, keys)
     return keys
 
 
