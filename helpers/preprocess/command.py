@@ -62,9 +62,9 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     source.check_columns(json_keys, flag="--json-keys", lists=True)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
     chosen = _encoder_for(made_by, source, json_keys, settings)
-    run = RunSettings(tokenizer=recorded_name(made_by), json_keys=json_keys, append_eod=settings.append_eod,
-                      parse_special=settings.parse_special_tokens, skip_bad_records=settings.skip_bad_records,
-                      dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
+    for_workers = RunSettings(tokenizer=recorded_name(made_by), json_keys=json_keys, append_eod=settings.append_eod,
+                              parse_special=settings.parse_special_tokens, skip_bad_records=settings.skip_bad_records,
+                              dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
     facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=settings.append_eod,
                      parse_special_tokens=settings.parse_special_tokens, input_files=source.files,
                      encoder=chosen.name)
@@ -81,14 +81,14 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     try:
         meter = _Progress(source, settings.progress, settings.log_interval)
         if settings.engine == "local" and len(ranges) == 1:
-            with datasets_written(prefixes, run.dtype, facts) as writers:
-                summary = encode_range(run, source, ranges[0], writers, workers=settings.workers,
+            with datasets_written(prefixes, for_workers.dtype, facts) as writers:
+                summary = encode_range(for_workers, source, ranges[0], writers, workers=settings.workers,
                                        report=meter.report)
                 require_documents(summary, input_path)
         else:
             engine_for_parts = (RayPartitions(settings.ray_address, settings.workers, meter)
                                 if settings.engine == "ray" else LocalPartitions(settings.workers, meter))
-            job = PartsJob(run, source, ranges, part_prefixes(prefixes, len(ranges)))
+            job = PartsJob(for_workers, source, ranges, part_prefixes(prefixes, len(ranges)))
             summary = preprocess_partitions(job, prefixes, facts, engine_for_parts)
     finally:
         if meter is not None:
