@@ -10,21 +10,16 @@
 `open_input` decides once what a path is and refuses, in one line, what cannot be read (missing, empty, a
 folder holding no file to read or one that no reader takes, a glob matching nothing, a folder or glob of two
 kinds). It returns one of two classes with the same methods, so a new input format is one more class:
-
-- `JsonlInput` (`helpers.corpus.ranges`): a JSONL file, plain or compressed, or a glob or folder of them read
-  end to end;
-- `ColumnarInput` (`helpers.corpus.columnar_input`): Parquet files, a folder or glob of them, or a dataset
-  saved by Hugging Face `datasets`.
-
-Each has: `files` (in reading order), `compressed` (a file without byte offsets to cut at), `group_word` (what a
-group is called in `removed.jsonl`, None for JSONL), `check_columns`, `known_size()` (bytes of JSONL, where the
-files say so), `text_size(columns)` (about the bytes of text a run encodes), `range_size(start, end)`,
-`plan(parts)`, `batches(start, end, columns, refer)`, and for cleaning's outputs `write_part(...)` and
-`join_parts(parts, joined)` in the input's own format. An input is a few paths: it pickles to worker processes
-and Ray tasks.
-
-`input_files` gives the files a path stands for, each to be read as an input of its own, as cleaning reads them
-(there a folder may hold both kinds); what a folder holds is `helpers.corpus.folders`'.
+`JsonlInput` (`helpers.corpus.ranges`: a JSONL file, plain or compressed, or a glob or folder of them read end
+to end) or `ColumnarInput` (`helpers.corpus.columnar_input`: Parquet files, a folder or glob of them, or a
+dataset saved by Hugging Face `datasets`). Each has: `files` (in reading order), `compressed` (a file without
+byte offsets to cut at), `group_word` (what a group is called in `removed.jsonl`, None for JSONL),
+`check_columns`, `known_size()` (bytes of JSONL, where the files say so), `text_size(columns)` (about the bytes
+of text a run encodes), `range_size(start, end)`, `plan(parts)`, `batches(start, end, columns, refer)`, and for
+cleaning's outputs `write_part(...)` and `join_parts(parts, joined)` in the input's own format. An input is a
+few paths: it pickles to worker processes and Ray tasks. `input_files` gives the files a path stands for, each
+to be read as an input of its own, as cleaning reads them (there a folder may hold both kinds); what a folder
+holds is `helpers.corpus.folders`'. docs/preprocessing.md says which inputs the commands take.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from ..common.lazy import lazy_names
 _PUBLIC = {
     "preprocess": "helpers.preprocess.command",
     "output_prefix": "helpers.preprocess.command",
+    "PreprocessSettings": "helpers.preprocess.settings",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -5,40 +5,11 @@ Parquet and Arrow inputs too (`helpers.corpus.columnar`): the same records give 
         --tokenizer llama3 --json-keys text --workers 2 --append-eod
 
 Same flags as Megatron where Megatron has them; output `{prefix}_{key}_document.bin/.idx`, and beside it a
-JSON sidecar `{prefix}_{key}_document.json` naming the tokenizer (see `helpers.datasets.sidecar`). Per document:
-the ids of the text (no BOS), then the EOD id with `--append-eod`; an empty text adds a document
-boundary and no sequence; a list of strings is read as Megatron's tool reads it, one sequence per
-non-empty string, the EOD at the end of the last. Lines and records follow `helpers.corpus.jsonl`: a bare CR
-ends a line (as in Megatron's text-mode reader), a BOM at the start of the file is skipped, a lone
-surrogate is a bad record. `--format npy` and `--format shards` need `--append-eod` and refuse data whose
-documents EOD cannot mark (see `helpers.datasets.formats`). Differences, all on purpose:
-
-- special-token strings written in a text stay text (Megatron's Hugging Face path turns
-  "<|end_of_text|>" into a real EOD mid-document); `--parse-special-tokens` does as Megatron does,
-  and the summary counts the documents that contain such strings either way;
-- a bad record stops the run with one line naming file and line, and leaves no output behind
-  (`--skip-bad-records` skips, counts and reports them instead); blank lines are counted and skipped;
-- speed: the encoder is fastokens where it is proved exact for the vocabulary (`--encoder`, see
-  `helpers.tokenizers.encoders`): this process parses batches of raw lines while fastokens' own threads
-  encode the ones before into flat arrays. With the reference encoder, the main process streams the
-  batches to `--workers` worker processes that parse and encode them and send back numpy arrays (with
-  `--workers 1` it encodes them itself). Memory stays flat;
-- `--partitions P` cuts the input into P contiguous byte ranges (each cut just after a newline) and runs
-  them at the same time, each in its own process with its share of the workers; the parts are merged in
-  input order, so the output is byte-identical to one pass, and line numbers and counts are the whole
-  file's. Megatron's tool deals lines round-robin to its partitions instead, which reorders the documents
-  unless `--keep-sequential-samples`. A `.gz` input has no byte offsets to cut at: it runs as one
-  partition with all the workers, and says so;
-- `--engine ray` runs the P byte ranges as Ray tasks instead, each encoding its range in its own worker
-  process, as many at a time as Ray has CPUs: on a Ray started for the run with `--workers` CPUs (P may
-  exceed it), or on the cluster at `--ray-address HEAD:6379`. The driver merges the parts in input
-  order, so the bytes are the same as the local engine's. On a real cluster the input, the output folder
-  and `data/tokenizers` must be on storage every node sees at the same path, and `helpers` must be
-  installed on every node (`pip install -e '.[ray]'`);
-- a failed, interrupted (Ctrl-C: exit 130) or terminated (SIGTERM: exit 143) run removes every temporary
-  file, partitions and worker processes included; one killed outright (SIGKILL) cannot, so the next run
-  for the same prefix removes what dead processes left (never the files of a process still running).
-  Outputs move into place only when all of them are complete.
+JSON sidecar `{prefix}_{key}_document.json` naming the tokenizer (see `helpers.datasets.sidecar`).
+`preprocess()` runs from one `PreprocessSettings` (or any of its fields given by keyword); the command line
+builds that object from its flags. What each document becomes, where the output differs from Megatron's
+tool on purpose, how the encoders, `--partitions` and `--engine ray` share the work, and what a failed or
+killed run leaves behind: docs/preprocessing.md.
 """
 
 from __future__ import annotations
@@ -63,6 +34,7 @@ from ..tokenizers.zoo import load_tokenizer
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions
 from .ray_runner import RayPartitions
+from .settings import PreprocessSettings
 from .summary import Summary, require_documents
 from .workers import RunSettings, encode_range
 
@@ -73,58 +45,50 @@ def output_prefix(prefix: str | os.PathLike, key: str) -> Path:
 
 
 def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokenizer: str,
-               json_keys: tuple[str, ...] = ("text",), workers: int = 1, append_eod: bool = False,
-               parse_special_tokens: bool = False, skip_bad_records: bool = False, partitions: int = 1,
-               log_interval: int = 0, progress: bool = True, engine: str = "local",
-               ray_address: str | None = None, encoder: str = "auto", one_run: bool = False) -> Summary:
-    """Tokenize a JSONL file (or Parquet: a file or a folder of them) into one Megatron indexed dataset per key;
-    see the module docstring. `one_run`: this process preprocesses this input only (the command line), so
-    `auto` weighs fastokens' vocabulary read against the input's size; a notebook or a script that goes on
-    to preprocess more files reads it once for all of them. Local partitions are weighed either way: each is a
-    process that reads it for its own share."""
+               json_keys: tuple[str, ...] | None = None, settings: PreprocessSettings | None = None,
+               **options) -> Summary:
+    """Tokenize a JSONL file (or Parquet: a file or a folder of them) into one Megatron indexed dataset per key,
+    run as `settings` says (its defaults when None); `json_keys` and `options`, any of its fields by keyword
+    (`append_eod=True`), are put in over it."""
+    given = {} if json_keys is None else {"json_keys": json_keys}
+    settings = (settings or PreprocessSettings()).with_options({**given, **options})
     input_path = Path(input_path)
-    json_keys = check_json_keys(json_keys)
-    check_engine_flags(engine, workers, ray_address, ("--partitions", partitions))
-    if engine == "local" and partitions > workers:
-        raise UserError(f"--partitions {partitions} needs at least {partitions} workers (one per partition), "
-                        f"not {workers}; fix: raise --workers or lower --partitions")
+    json_keys = check_json_keys(settings.json_keys)
+    check_engine_flags(settings.engine, settings.workers, settings.ray_address, ("--partitions", settings.partitions))
+    if settings.engine == "local" and settings.partitions > settings.workers:
+        raise UserError(f"--partitions {settings.partitions} needs at least {settings.partitions} workers (one per "
+                        f"partition), not {settings.workers}; fix: raise --workers or lower --partitions")
     source = open_input(input_path)
     source.check_columns(json_keys, flag="--json-keys", lists=True)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
-    # `auto` weighs fastokens' vocabulary read against the input where nothing else would pay for it: the command
-    # line's one run, or local partitions, processes that each read it for their share
-    size = source.text_size(tuple(json_keys)) if engine == "local" and (one_run or partitions > 1) else None
-    chosen = choose_encoder(made_by, encoder, parse_special_tokens, workers=workers, partitions=partitions,
-                            one_run_of_megabytes=None if size is None else size / 1e6)
-    if encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
-        print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=message_stream())
-    if chosen.fast and engine == "local" and partitions == 1:
-        load_fast_early(made_by)  # this process encodes: its vocabulary loads while the input is read
-    settings = RunSettings(tokenizer=recorded_name(made_by), json_keys=tuple(json_keys), append_eod=append_eod,
-                           parse_special=parse_special_tokens, skip_bad_records=skip_bad_records,
-                           dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
-    facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=append_eod,
-                     parse_special_tokens=parse_special_tokens, input_files=source.files, encoder=chosen.name)
+    chosen = _encoder_for(made_by, source, json_keys, settings)
+    for_workers = RunSettings(tokenizer=recorded_name(made_by), json_keys=json_keys, append_eod=settings.append_eod,
+                              parse_special=settings.parse_special_tokens, skip_bad_records=settings.skip_bad_records,
+                              dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)
+    facts = RunFacts(tokenizer=tokenizer_identity(made_by), append_eod=settings.append_eod,
+                     parse_special_tokens=settings.parse_special_tokens, input_files=source.files,
+                     encoder=chosen.name)
     prefixes = {key: output_prefix(prefix, key) for key in json_keys}
     for final in prefixes.values():
         remove_stale_temporaries(final)
-    ranges = source.plan(partitions)
-    if partitions > 1 and len(ranges) < partitions and source.compressed:
+    ranges = source.plan(settings.partitions)
+    if settings.partitions > 1 and len(ranges) < settings.partitions and source.compressed:
         print(f"note: {input_path}: a compressed file cannot be cut into byte ranges, so it runs as {len(ranges)} "
-              f"{'Ray task' if engine == 'ray' else 'partition'}{'s' * (len(ranges) > 1)}, not {partitions}",
-              file=message_stream())
+              f"{'Ray task' if settings.engine == 'ray' else 'partition'}{'s' * (len(ranges) > 1)}, "
+              f"not {settings.partitions}", file=message_stream())
     start = time.perf_counter()
     meter = None
     try:
-        meter = _Progress(source, progress, log_interval)
-        if engine == "local" and len(ranges) == 1:
-            with datasets_written(prefixes, settings.dtype, facts) as writers:
-                summary = encode_range(settings, source, ranges[0], writers, workers=workers, report=meter.report)
+        meter = _Progress(source, settings.progress, settings.log_interval)
+        if settings.engine == "local" and len(ranges) == 1:
+            with datasets_written(prefixes, for_workers.dtype, facts) as writers:
+                summary = encode_range(for_workers, source, ranges[0], writers, workers=settings.workers,
+                                       report=meter.report)
                 require_documents(summary, input_path)
         else:
-            engine_for_parts = (RayPartitions(ray_address, workers, meter) if engine == "ray"
-                                else LocalPartitions(workers, meter))
-            job = PartsJob(settings, source, ranges, part_prefixes(prefixes, len(ranges)))
+            engine_for_parts = (RayPartitions(settings.ray_address, settings.workers, meter)
+                                if settings.engine == "ray" else LocalPartitions(settings.workers, meter))
+            job = PartsJob(for_workers, source, ranges, part_prefixes(prefixes, len(ranges)))
             summary = preprocess_partitions(job, prefixes, facts, engine_for_parts)
     finally:
         if meter is not None:
@@ -132,6 +96,21 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     summary.seconds = time.perf_counter() - start
     summary.encoder = chosen.name + (f" ({chosen.reason})" if chosen.too_small else "")
     return summary
+
+
+def _encoder_for(made_by, source, json_keys: tuple[str, ...], settings: PreprocessSettings):
+    """The encoder of this run (`choose_encoder`), saying why where `auto` passes fastokens over; its vocabulary
+    starts loading now where this process encodes. `auto` weighs that read against the input only where nothing
+    else would pay for it: the command line's one run, or local partitions, processes that each read it."""
+    local = settings.engine == "local"
+    size = source.text_size(json_keys) if local and (settings.one_run or settings.partitions > 1) else None
+    chosen = choose_encoder(made_by, settings.encoder, settings.parse_special_tokens, workers=settings.workers,
+                            partitions=settings.partitions, one_run_of_megabytes=None if size is None else size / 1e6)
+    if settings.encoder == "auto" and not chosen.fast and chosen.reason and not chosen.too_small:
+        print(f"note: encoding with {chosen.name}, not fastokens: {chosen.reason}", file=message_stream())
+    if chosen.fast and local and settings.partitions == 1:
+        load_fast_early(made_by)  # this process encodes: its vocabulary loads while the input is read
+    return chosen
 
 
 class _Progress:
@@ -163,37 +142,41 @@ class _Progress:
             self.bar.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_parser() -> CommandParser:
+    """The flags of `python -m helpers.preprocess`: the settings' (`PreprocessSettings`, whose defaults they
+    keep but for `--workers`, all the CPUs here) and the output format's."""
+    defaults = PreprocessSettings()
     parser = CommandParser(prog="python -m helpers.preprocess", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, type=Path,
                         help="JSONL file (.gz, .zst allowed) or a glob of them; Parquet: a file, a folder or a glob of "
                              "them; a folder from save_to_disk")
     parser.add_argument("--output-prefix", required=True, help="writes {prefix}_{key}_document.bin/.idx")
     parser.add_argument("--tokenizer", required=True, help="zoo name (llama3, mistral, ...) or a Hugging Face folder")
-    parser.add_argument("--json-keys", nargs="+", default=["text"], help="fields to tokenize (one output each)")
+    parser.add_argument("--json-keys", nargs="+", default=list(defaults.json_keys),
+                        help="fields to tokenize (one output each)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="encoding processes on this machine; with --engine ray, the CPUs of the Ray it "
                              "starts here (none with --ray-address)")
-    parser.add_argument("--partitions", type=int, default=1,
+    parser.add_argument("--partitions", type=int, default=defaults.partitions,
                         help="cut the input into this many contiguous byte ranges (at line ends), run at the same "
                              "time with the workers shared among them; the output is byte-identical to one pass. "
                              "(Megatron's tool deals lines round-robin, which reorders documents unless "
                              "--keep-sequential-samples.) A .gz input runs as one partition")
-    parser.add_argument("--engine", choices=ENGINES, default="local",
+    parser.add_argument("--engine", choices=ENGINES, default=defaults.engine,
                         help="local: processes on this machine (default); ray: each of the --partitions byte ranges "
                              "is one Ray task (one encoder each, as many at a time as Ray has CPUs) on a Ray "
                              "started here for the run with --workers CPUs, or on the cluster at --ray-address; "
                              "the same bytes either way. "
                              "On a cluster the input, the output folder and data/tokenizers must be on storage every "
                              "node sees at the same path, and helpers installed on every node")
-    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+    parser.add_argument("--ray-address", default=defaults.ray_address, metavar="ADDRESS",
                         help="with --engine ray: join the running cluster at this address (HEAD_IP:6379, as "
                              "`ray start --head` prints it) instead of starting Ray on this machine")
     parser.add_argument("--append-eod", action="store_true", help="append the EOD id to each non-empty document")
     parser.add_argument("--parse-special-tokens", action="store_true",
                         help="turn special-token strings in the text into their ids (what Megatron does)")
     parser.add_argument("--skip-bad-records", action="store_true", help="skip bad lines, counting each kind")
-    parser.add_argument("--encoder", choices=ENCODERS, default="auto",
+    parser.add_argument("--encoder", choices=ENCODERS, default=defaults.encoder,
                         help="auto: fastokens where it is proved to give the reference's ids for this vocabulary "
                              "(checked once, cached) and the input is large enough to pay for reading its "
                              "vocabulary, else the reference, saying why; fast: fastokens or an error; "
@@ -209,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
                        help="share of shards in val/ (--format shards; default 0.05)")
     parser.add_needing("--shard-dtype", ("--format shards",),
                        help="shard dtype, e.g. uint32 (--format shards; default: Megatron's choice)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_parser().parse_args(argv)
     if args.format != "megatron" and not args.append_eod:
         raise UserError(f"--format {args.format} needs --append-eod: a flat token stream tells documents apart only "
                         "by EOD; fix: add --append-eod, or keep --format megatron")
@@ -217,11 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format != "megatron":
         remove_stale_temporaries(args.output_prefix)
         target = _conversion_prefix(args.output_prefix)
-    summary = preprocess(args.input, target, args.tokenizer, json_keys=tuple(args.json_keys), workers=args.workers,
-                         append_eod=args.append_eod, parse_special_tokens=args.parse_special_tokens,
-                         skip_bad_records=args.skip_bad_records, partitions=args.partitions,
-                         log_interval=args.log_interval, progress=not args.no_progress, engine=args.engine,
-                         ray_address=args.ray_address, encoder=args.encoder, one_run=True)
+    summary = preprocess(args.input, target, args.tokenizer, settings=PreprocessSettings.from_flags(args))
     if args.format != "megatron":
         flat = FlatFormat(layout=args.format, tokens_per_shard=args.tokens_per_shard, val_fraction=args.val_fraction,
                           shard_dtype=args.shard_dtype)

@@ -3,37 +3,15 @@
     python -m helpers.runs notebooks/05_packing_visualization.ipynb --grid notebooks/grids/05_capacity.yaml --out runs/capacity
     python -m helpers.runs notebooks/0*.ipynb --out runs/workshop          # every notebook once, in order
 
-A grid file (YAML or JSON) is a mapping. Each key that names a notebook parameter holds a list of values,
-and every combination of those lists is one run (their product). Three keys are not parameters:
-
-    capacity: [512, 2048]                  # each key's list: every combination is a run
-    overlong: [split, truncate]            # (2 x 2 = 4 runs here)
-    sets:                                  # optional: explicit runs, each a mapping of parameters;
-      - {seed: 0}                          # with lists above as well, every set is combined with
-      - {seed: 1, buffer_rows: 32}         # every combination of them (4 x 2 = 8 runs here)
-    jobs: 1                                # optional: at most this many runs at once (one GPU: 1)
-    plot: ["padding_fraction.*"]           # optional: metrics to draw across runs (names or patterns,
-                                           # one figure each; default: those that differ between runs)
-
-A list-valued parameter is a list of lists (`weights: [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]]`). Every run is
-checked against the notebook's `parameters` cell before any runs: a name it does not have, or a value of
-another type than its default, is refused.
-
-One run is a set of parameters applied to each notebook given, in the order given (`make workshop` is one
-run of 00 to 06: 02 writes the data that 03 to 05 read). Runs go in parallel, `--jobs` at a time (default:
-a quarter of the cores, so 1 on a 2-core laptop, since a notebook keeps several cores busy; with more than
-one, each run's OpenMP and tokenizer threads get their share of the cores), each in a process of its own
-whose output goes to `run.log` in its folder. Every executed copy is kept, its recorded metrics beside it
-(`<notebook>.metrics.jsonl`), in
-`OUT/NN-<parameters that differ between runs>/<notebook>.ipynb` (in `OUT/` itself without a grid). A notebook parameter
-named `run_dir` (where a notebook writes files of its own, such as training logs) is pointed at
-`OUT/.../<notebook>/` unless the grid sets it, so runs never write over each other's files.
-
-A failing cell stops its notebook, not the others: the summary names the cell (its index in the notebook
-file and its first line) and the error. `OUT/summary.json` lists every notebook run, `OUT/summary.md`
-tabulates parameters, status, duration and the metrics each recorded with `helpers.workshop.env.record`, and
-`OUT/figures/` compares runs (see `helpers.runs.report`). The exit status is 1 when any notebook failed.
+A grid file (YAML or JSON) maps each notebook parameter to a list of values, and every combination of those
+lists is one run; `sets:` adds explicit runs, `jobs:` caps the runs at once and `plot:` names the metrics to
+draw. Every run is checked against the notebook's `parameters` cell before any runs. One run applies its
+parameters to each notebook given, in order; runs go `--jobs` at a time, each in a process of its own, and
+every executed copy is kept with its metrics under `OUT/` (a parameter named `run_dir` points into the run's
+own folder). A failing cell stops its notebook, not the others; `OUT/summary.json`, `OUT/summary.md` and
+`OUT/figures/` (`helpers.runs.report`) sum the runs up, and the exit status is 1 when any notebook failed.
 Stopped (Ctrl-C, SIGTERM), it stops every run, summarises the notebooks that ended, and exits 130 or 143.
+The grid file's keys, where each run's files go and how the cores are shared: docs/runs.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -371,6 +371,18 @@ class BytesZooTokenizer(ZooTokenizer):
         return _wrap_fast(backend, eos=self.eod_token, bos=self.bos_token)
 
 
+class TokenizersBackedTokenizer(ZooTokenizer):
+    """A tokenizer the `tokenizers` library runs, twice over: `backend` keeps special-token strings as text,
+    `parsing_backend` turns them into their ids."""
+
+    backend: Any
+    parsing_backend: Any
+
+    def encode_batch(self, texts: Sequence[str], parse_special: bool = False) -> list[list[int]]:
+        backend = self.parsing_backend if parse_special else self.backend
+        return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
+
+
 # ---------------------------------------------------------------- trained byte-level BPE
 
 
@@ -378,7 +390,7 @@ BPE_DEFAULT_VOCAB = 8192
 BPE_TRAIN_MB_PER_DOMAIN = 2.0
 
 
-class TrainedBpeZooTokenizer(ZooTokenizer):
+class TrainedBpeZooTokenizer(TokenizersBackedTokenizer):
     """A byte-level BPE trained on the corpus with `tokenizers`; it is its own export."""
 
     def __init__(self, name: str, backend_json: str):
@@ -392,10 +404,6 @@ class TrainedBpeZooTokenizer(ZooTokenizer):
         self.special_tokens = {"<|endoftext|>": self.backend.token_to_id("<|endoftext|>")}
         self.eod_id, self.bos_id = self.special_tokens["<|endoftext|>"], None
         self.vocab_size = self.backend.get_vocab_size()
-
-    def encode_batch(self, texts: Sequence[str], parse_special: bool = False) -> list[list[int]]:
-        backend = self.parsing_backend if parse_special else self.backend
-        return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=False)
@@ -455,7 +463,7 @@ def load_bpe(vocab_size: int = BPE_DEFAULT_VOCAB, corpus_dir: str | os.PathLike 
 # ---------------------------------------------------------------- any Hugging Face folder
 
 
-class HuggingFaceFolderTokenizer(ZooTokenizer):
+class HuggingFaceFolderTokenizer(TokenizersBackedTokenizer):
     """A tokenizer folder (`tokenizer.json`), e.g. one exported from the zoo or a model's own."""
 
     def __init__(self, folder: str | os.PathLike):
@@ -479,10 +487,6 @@ class HuggingFaceFolderTokenizer(ZooTokenizer):
 
         self.backend = Tokenizer.from_str(self.parsing_backend.to_str())
         self.backend.encode_special_tokens = True  # special-token strings stay text
-
-    def encode_batch(self, texts: Sequence[str], parse_special: bool = False) -> list[list[int]]:
-        backend = self.parsing_backend if parse_special else self.backend
-        return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.hf.decode(list(ids), clean_up_tokenization_spaces=False)

@@ -38,6 +38,7 @@ from .train import (
     IMPLEMENTATIONS,
     PRESETS,
     CheckpointPlan,
+    TrainSettings,
     build_model,
     default_num_workers,
     llama_config,
@@ -69,7 +70,8 @@ def setting_value(text: str):
     return yaml.safe_load(text)
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_parser() -> CommandParser:
+    """The flags of `python -m helpers.training`."""
     parser = CommandParser(prog="python -m helpers.training", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-path", nargs="+",
                         help="Megatron prefixes or a weighted blend, a .npy, or a shard folder")
@@ -100,34 +102,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="end this run before this step, checkpointed (a job's time limit)")
     add_audit_flag(parser)
     parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
-    if args.data_path and args.data_schedule:
-        raise UserError("both --data-path and --data-schedule; fix: name the datasets in the schedule file only")
-    data_path, schedule = args.data_path, None
-    if args.data_schedule is not None:
-        data_path, schedule = load_schedule_file(args.data_schedule)
-    if not data_path and not args.synthetic:
-        raise UserError("no --data-path; fix: pass Megatron prefixes (make them with python -m helpers.preprocess), "
-                        "or ask for random tokens by name with --synthetic --vocab-size N")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_parser().parse_args(argv)
+    data_path, schedule = data_to_train_on(args)
     ranks = join_ranks()
-    overrides = assignments(args.train, "--train")
-    for name, value in (("steps", args.steps), ("batch_size", args.global_batch_size), ("seq_length", args.seq_length)):
-        if value is not None:
-            overrides[name] = value
-    settings = train_settings(args.preset, **overrides)
-    if settings.batch_size % ranks.world_size:
-        raise UserError(f"--global-batch-size {settings.batch_size} does not split over {ranks.world_size} "
-                        "processes; fix: give a multiple of --nproc-per-node")
-    workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
-    # --steps count global batches of the run that started: a resume with another batch takes that run's samples
-    step_samples = (resuming_global_batch(args.checkpoint_dir) if args.resume else None) or settings.batch_size
-    loader = make_dataloader(None if args.synthetic else data_path, schedule=schedule, split=args.split,
-                             seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
-                             seed=settings.seed, num_samples=settings.steps * step_samples,
-                             samples_per_step=step_samples,
-                             rank=loader_rank(args.plant_bug, ranks.rank, ranks.world_size),
-                             world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
-                             vocab_size=args.vocab_size, cache_dir=None, num_workers=workers)
+    settings = settings_of_flags(args, ranks.world_size)
+    loader = loader_of_flags(args, (data_path, schedule), settings, ranks)
     model_overrides = {"max_position_embeddings": settings.seq_length, **assignments(args.model, "--model")}
     vocab_size = model_overrides.pop("vocab_size", None) or getattr(loader.source, "vocab_size", None)
     if vocab_size is None:
@@ -135,12 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab_size = model_vocab_size(args.plant_bug, vocab_size)
     model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed,
                         implementation=args.implementation or preset_implementation(args.preset))
-    checkpoints = None
-    if args.checkpoint_dir is not None:
-        checkpoints = CheckpointPlan(folder=args.checkpoint_dir, every=args.checkpoint_every, resume=args.resume,
-                                     until_step=args.until_step)
-    elif args.resume or args.until_step is not None:
-        raise UserError("--resume and --until-step need --checkpoint-dir; fix: name the folder of the checkpoints")
+    checkpoints = checkpoint_plan(args)
     batches = batches_for_the_model(args, loader, vocab_size)
     result = train(model, batches, settings, args.device, progress=not args.no_progress, csv_path=args.csv,
                    parallel=args.parallel, micro_batch_size=args.micro_batch_size, checkpoints=checkpoints)
@@ -150,3 +128,56 @@ def main(argv: list[str] | None = None) -> int:
               + (f", log in {args.csv}" if args.csv else ""))
     leave_ranks()
     return 0
+
+
+def data_to_train_on(args) -> tuple[list[str] | None, list | None]:
+    """The datasets (`--data-path`, or those of `--data-schedule`) and the schedule (None for a fixed blend);
+    no data without `--synthetic` is an error, never a fallback to random tokens."""
+    if args.data_path and args.data_schedule:
+        raise UserError("both --data-path and --data-schedule; fix: name the datasets in the schedule file only")
+    data_path, schedule = args.data_path, None
+    if args.data_schedule is not None:
+        data_path, schedule = load_schedule_file(args.data_schedule)
+    if not data_path and not args.synthetic:
+        raise UserError("no --data-path; fix: pass Megatron prefixes (make them with python -m helpers.preprocess), "
+                        "or ask for random tokens by name with --synthetic --vocab-size N")
+    return data_path, schedule
+
+
+def settings_of_flags(args, world_size: int) -> TrainSettings:
+    """The preset's training settings with `--train` and the flags that name a setting put in over them; the
+    global batch must split evenly over the processes."""
+    overrides = assignments(args.train, "--train")
+    for name, value in (("steps", args.steps), ("batch_size", args.global_batch_size), ("seq_length", args.seq_length)):
+        if value is not None:
+            overrides[name] = value
+    settings = train_settings(args.preset, **overrides)
+    if settings.batch_size % world_size:
+        raise UserError(f"--global-batch-size {settings.batch_size} does not split over {world_size} "
+                        "processes; fix: give a multiple of --nproc-per-node")
+    return settings
+
+
+def loader_of_flags(args, data: tuple, settings: TrainSettings, ranks):
+    """This rank's loader of `data` (datasets and schedule) for `settings`: its share of each global batch, for
+    the steps of the run that started (a resume with another batch takes that run's samples)."""
+    data_path, schedule = data
+    workers = args.num_workers if args.num_workers is not None else default_num_workers(args.device)
+    step_samples = (resuming_global_batch(args.checkpoint_dir) if args.resume else None) or settings.batch_size
+    return make_dataloader(None if args.synthetic else data_path, schedule=schedule, split=args.split,
+                           seq_length=settings.seq_length, batch_size=settings.batch_size // ranks.world_size,
+                           seed=settings.seed, num_samples=settings.steps * step_samples,
+                           samples_per_step=step_samples,
+                           rank=loader_rank(args.plant_bug, ranks.rank, ranks.world_size),
+                           world_size=ranks.world_size, source="synthetic" if args.synthetic else "real",
+                           vocab_size=args.vocab_size, cache_dir=None, num_workers=workers)
+
+
+def checkpoint_plan(args) -> CheckpointPlan | None:
+    """`--checkpoint-dir`'s plan (None without one; `--resume` and `--until-step` need it)."""
+    if args.checkpoint_dir is not None:
+        return CheckpointPlan(folder=args.checkpoint_dir, every=args.checkpoint_every, resume=args.resume,
+                              until_step=args.until_step)
+    if args.resume or args.until_step is not None:
+        raise UserError("--resume and --until-step need --checkpoint-dir; fix: name the folder of the checkpoints")
+    return None

@@ -46,24 +46,24 @@ from .step_log import PendingSteps, StepClock
 if TYPE_CHECKING:
     from transformers import LlamaConfig
 
+# The training settings every preset shares; each preset puts its own in over them.
+COMMON_TRAINING: dict[str, Any] = dict(weight_decay=0.1, grad_clip=1.0, compile_mode="default", loss_kernel="torch",
+                                       seed=0)
 # The model shape and the training settings of each preset, side by side.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "cpu-tiny": {
         "model": dict(vocab_size=8192, hidden_size=192, intermediate_size=512, num_hidden_layers=3,
                       num_attention_heads=6, tie_word_embeddings=False),
-        "train": dict(seq_length=128, batch_size=16, steps=60, lr=3e-3, min_lr=3e-4, warmup_steps=10,
-                      weight_decay=0.1, grad_clip=1.0, eval_every=50, eval_batches=4, dtype="float32",
-                      compile=False, compile_mode="default", fused_adamw=False, loss_kernel="torch", seed=0,
-                      log_every=5),
+        "train": dict(COMMON_TRAINING, seq_length=128, batch_size=16, steps=60, lr=3e-3, min_lr=3e-4, warmup_steps=10,
+                      eval_every=50, eval_batches=4, dtype="float32", compile=False, fused_adamw=False, log_every=5),
     },
     "h100": {
         "implementation": "fast",
         "model": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                       num_attention_heads=12, tie_word_embeddings=False),
-        "train": dict(seq_length=1024, batch_size=32, steps=500, lr=6e-4, min_lr=6e-5, warmup_steps=100,
-                      weight_decay=0.1, grad_clip=1.0, eval_every=200, eval_batches=20, dtype="bfloat16",
-                      compile=True, compile_mode="default", fused_adamw=True, loss_kernel="torch", seed=0,
-                      log_every=10),
+        "train": dict(COMMON_TRAINING, seq_length=1024, batch_size=32, steps=500, lr=6e-4, min_lr=6e-5,
+                      warmup_steps=100, eval_every=200, eval_batches=20, dtype="bfloat16", compile=True,
+                      fused_adamw=True, log_every=10),
     },
 }
 
@@ -551,8 +551,57 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     at its learning rates (`helpers.training.run_length`). The log holds this run's steps.
     """
     check_held_out(eval_batches)
+    run = start_run(model, settings, torch.device(device), parallel=parallel, micro_batch_size=micro_batch_size)
+    run.batches, run.eval_batches, run.checkpoints = batches, eval_batches, checkpoints
+    length = resume_point(checkpoints, (run.model, run.optimizer), batches, run.config, steps=settings.steps)
+    last_step = length.last_step
+    if checkpoints is not None and checkpoints.until_step is not None:
+        last_step = min(last_step, checkpoints.until_step)
+    staged = staged_batches(iter(batches), run.device, lambda batch: to_device(batch, run.device, run.model))
+    bar = progress_bar(total=last_step - length.first_step, desc="training", unit="step",
+                       disable=not progress or not run.ranks.main)
+    try:
+        log = run_steps(run, staged, length, last_step=last_step, bar=bar)
+    finally:
+        staged.close()
+        bar.close()
+    if not log:
+        raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
+    if eval_batches is not None and "eval_loss" not in log[-1]:
+        # a run cut short still ends evaluated
+        log[-1]["eval_loss"] = evaluate(run.model, eval_batches, settings, run.device, loss_of=run.plan.loss_of)
+    result = summarise(log)
+    if csv_path is not None and run.ranks.main:
+        result.to_csv(csv_path)
+    return result
+
+
+@dataclass
+class TrainingRun:
+    """What the steps of one `train` call share: the model (wrapped for `parallel`) and its optimizer, how a
+    step runs, the ranks, the peak FLOP/s of them all, and the data, held-out data and checkpoints."""
+
+    model: Any
+    optimizer: torch.optim.Optimizer
+    plan: StepPlan
+    ranks: Any
+    config: Any  # the model's own config, for FLOPs and the checkpoints' identity
+    peak: float | None
+    batches: Any = None
+    eval_batches: Any = None
+    checkpoints: CheckpointPlan | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.plan.device
+
+
+def start_run(model, settings: TrainSettings, device: torch.device, *, parallel: str,
+              micro_batch_size: int | None) -> TrainingRun:
+    """`model` seeded, on this rank's device, in the settings' dtype and wrapped for `parallel`, with its
+    optimizer and step plan."""
     ranks = join_ranks()
-    device = rank_device(torch.device(device), ranks)
+    device = rank_device(device, ranks)
     torch.manual_seed(settings.seed)
     model.to(device).train()
     if settings.dtype == "float64":
@@ -567,59 +616,47 @@ def train(model, batches: Iterable[dict[str, torch.Tensor]], settings: TrainSett
     peak = peak_flops(device)
     peak = None if peak is None else peak * ranks.world_size
     warn_about_cuda_only_settings(settings, device)
-    length = resume_point(checkpoints, (model, optimizer), batches, config, steps=settings.steps)
-    first_step, last_step = length.first_step, length.last_step
-    if checkpoints is not None and checkpoints.until_step is not None:
-        last_step = min(last_step, checkpoints.until_step)
-    batch_iterator = staged_batches(iter(batches), device, lambda batch: to_device(batch, device, model))
+    return TrainingRun(model=model, optimizer=optimizer, plan=plan, ranks=ranks, config=config, peak=peak)
+
+
+def run_steps(run: TrainingRun, staged, length: RunLength, last_step: int, bar) -> list[dict[str, Any]]:
+    """The steps from `length.first_step` to `last_step` on the `staged` batches; their log. Evaluation and
+    checkpoints come where due, timed apart from the steps."""
+    settings, device = run.plan.settings, run.device
     log: list[dict[str, Any]] = []
     pending = PendingSteps(StepClock(device))
     pending.clock.mark()
-    bar = progress_bar(total=last_step - first_step, desc="training", unit="step",
-                       disable=not progress or not ranks.main)
-    try:
-        for step in range(first_step, last_step):
-            lr = learning_rate(length.schedule_step(step), settings)
-            asked = time.perf_counter()
-            batch = next(batch_iterator, None)  # on a GPU, already copied there while the last step ran
-            data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
-            if batch is None:
-                warnings.warn(f"the batches ran out after {step} of {length.last_step} steps", stacklevel=2)
-                break
-            loss, grad_norm = optimizer_step(model, optimizer, batch, lr=lr, plan=plan)
-            tokens = batch["input_ids"].numel() * ranks.world_size
-            pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
-                         "flops_per_token": flops_per_token(config, batch["input_ids"].shape[1])}, loss, grad_norm)
-            evaluate_now = eval_batches is not None and should_evaluate(step, settings, step == length.last_step - 1)
-            checkpoint_now = checkpoints is not None and checkpoints.due(step + 1, last_step)
-            pause = evaluate_now or checkpoint_now or step == last_step - 1
-            bar.update(1)
-            if pause or (step + 1) % settings.log_every == 0:
-                # one wait for the device per log_every steps; on a GPU, between pauses, it waits for the step
-                # before the last, so the device still has the last one queued while the host prepares the next
-                log += pending.flush(peak, keep_last=0 if pause or device.type != "cuda" else 1)
-                if evaluate_now:
-                    log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
-                if checkpoint_now:
-                    save_checkpoint(checkpoints.folder, step + 1, (model, optimizer),
-                                    {"loader": batch_iterator.loader_state(batches), **run_identity(config, batches)})
-                if evaluate_now or checkpoint_now:
-                    pending.clock.restart()  # evaluation and saving are no step's time
-                if log:
-                    bar.set_postfix(progress_postfix(log[-1]), refresh=False)
-        log += pending.flush(peak)
-    finally:
-        batch_iterator.close()
-        bar.close()
-    if not log:
-        raise UserError("the batches gave no batch at all; fix: check the loader (path, split, blend)")
-    if eval_batches is not None and "eval_loss" not in log[-1]:
-        # a run cut short still ends evaluated
-        log[-1]["eval_loss"] = evaluate(model, eval_batches, settings, device, loss_of=plan.loss_of)
-    result = summarise(log)
-    if csv_path is not None and ranks.main:
-        result.to_csv(csv_path)
-    return result
+    for step in range(length.first_step, last_step):
+        lr = learning_rate(length.schedule_step(step), settings)
+        asked = time.perf_counter()
+        batch = next(staged, None)  # on a GPU, already copied there while the last step ran
+        data_wait_s = time.perf_counter() - asked  # the host blocked on the loader
+        if batch is None:
+            warnings.warn(f"the batches ran out after {step} of {length.last_step} steps", stacklevel=3)
+            break
+        loss, grad_norm = optimizer_step(run.model, run.optimizer, batch, lr=lr, plan=run.plan)
+        tokens = batch["input_ids"].numel() * run.ranks.world_size
+        pending.add({"step": step, "lr": lr, "tokens": tokens, "data_wait_s": data_wait_s,
+                     "flops_per_token": flops_per_token(run.config, batch["input_ids"].shape[1])}, loss, grad_norm)
+        evaluate_now = (run.eval_batches is not None
+                        and should_evaluate(step, settings, step == length.last_step - 1))
+        checkpoint_now = run.checkpoints is not None and run.checkpoints.due(step + 1, last_step)
+        pause = evaluate_now or checkpoint_now or step == last_step - 1
+        bar.update(1)
+        if pause or (step + 1) % settings.log_every == 0:
+            # one wait for the device per log_every steps; on a GPU, between pauses, it waits for the step
+            # before the last, so the device still has the last one queued while the host prepares the next
+            log += pending.flush(run.peak, keep_last=0 if pause or device.type != "cuda" else 1)
+            if evaluate_now:
+                log[-1]["eval_loss"] = evaluate(run.model, run.eval_batches, settings, device, loss_of=run.plan.loss_of)
+            if checkpoint_now:
+                save_checkpoint(run.checkpoints.folder, step + 1, (run.model, run.optimizer),
+                                {"loader": staged.loader_state(run.batches), **run_identity(run.config, run.batches)})
+            if evaluate_now or checkpoint_now:
+                pending.clock.restart()  # evaluation and saving are no step's time
+            if log:
+                bar.set_postfix(progress_postfix(log[-1]), refresh=False)
+    return log + pending.flush(run.peak)
 
 
 def resume_point(checkpoints: CheckpointPlan | None, trained: tuple, batches, config, steps: int) -> RunLength:
