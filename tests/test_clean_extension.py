@@ -33,8 +33,34 @@ def test_a_module_that_does_not_import_is_one_line(tmp_path):
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run([sys.executable, "-m", "helpers.clean", "--steps-from", "no_such_steps", "--input", "x",
                            "--output-dir", str(tmp_path)], capture_output=True, text=True, env=environment)
-    assert done.returncode == 2 and done.stderr.startswith("error: --steps-from no_such_steps: cannot import it")
+    assert done.returncode == 2 and done.stderr.startswith("error: --steps-from no_such_steps: no such module")
     assert "Traceback" not in done.stderr
+
+
+CLASHES = {
+    "name": ('class E(Filter):\n    name = "exact"\n    options = (Option("mine", None),)\n',
+             "a step named 'exact' is registered already"),
+    "keyword": ('class E(Filter):\n    name = "mine"\n    options = (Option("threshold", None),)\n',
+                "the setting 'threshold' is the fuzzy step's"),
+    "flag": ('class E(Filter):\n    name = "mine"\n    options = (Option("mine", None, flag="--fuzzy"),)\n',
+             "the flag --fuzzy is the fuzzy step's switch"),
+    "place": ('class E(Filter):\n    name = "mine"\n    options = (Option("mine", None),)\n', "before='exactt'"),
+}
+
+
+@pytest.mark.parametrize("clash", CLASHES)
+def test_a_step_that_clashes_with_one_registered_is_one_line(tmp_path, clash):
+    source, message = CLASHES[clash]
+    before = ", before='exactt'" if clash == "place" else ""
+    (tmp_path / "clashing_steps.py").write_text("from helpers.clean import Filter, Option, register_step\n" + source
+                                                + f"register_step(E{before})\n")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "helpers.clean", "--steps-from", "clashing_steps", "--input", "x",
+                           "--output-dir", str(tmp_path / "out"), "--exact"], capture_output=True, text=True,
+                          env=environment)
+    assert done.returncode == 2 and done.stderr.startswith("error: --steps-from clashing_steps: register_step(E"), \
+        done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
 
 
 @pytest.fixture(scope="module")

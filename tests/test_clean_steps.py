@@ -5,6 +5,7 @@ removal names its step and its reason; the result is what applying the steps one
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -150,3 +151,13 @@ def test_an_unknown_keyword_is_refused_as_python_refuses_one(corpus_dir, tmp_pat
 
 def test_the_on_off_switches_come_from_the_registry():
     assert switches() == ("normalize", "exact", "lines", "fuzzy", "pii")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(exact=True, threshold=0.9), "threshold=0.9: only the fuzzy step reads it, and it is not asked for"),
+    (dict(fuzzy=True, threshold="high"), "threshold='high': needs a number; fix: e.g. threshold=0.8"),
+    (dict(lines=True, line_min_count=2.5), "line_min_count=2.5: needs a whole number"),
+])
+def test_a_setting_python_cannot_use_is_refused_in_one_line(corpus_dir, tmp_path, settings, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        clean([corpus_dir / "docs.jsonl"], tmp_path, progress=False, **settings)

@@ -15,6 +15,7 @@ _PUBLIC = {
     "Labeller": "helpers.clean.steps.base",
     "Dedup": "helpers.clean.steps.base",
     "Collector": "helpers.clean.steps.base",
+    "UserError": "helpers.common.errors",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..common.cli import CommandParser
 from ..common.errors import UserError
 from .run.driver import clean
-from .run.options import add_run_flags, run_options
+from .run.options import add_run_flags, check_run_keywords_free, run_options
 from .run.report import summary_lines
 from .steps.flags import add_step_flags, step_settings
 
@@ -36,6 +36,7 @@ def parser() -> CommandParser:
                            "report.json")
     made.add_argument("--steps-from", action="append", default=[], metavar="MODULE",
                       help="import this module first: the steps it registers join the run's flags (repeatable)")
+    check_run_keywords_free()
     add_step_flags(made)
     add_run_flags(made)
     return made
@@ -46,17 +47,30 @@ def import_step_modules(argv: list[str]) -> None:
     early = CommandParser(prog="python -m helpers.clean", add_help=False)
     early.add_argument("--steps-from", action="append", default=[])
     for module in early.parse_known_args(argv)[0].steps_from:
+        given = f"--steps-from {module}"
+        if module.endswith(".py") or "/" in module:
+            raise UserError(f"{given}: a module's name, not a file; fix: --steps-from {Path(module).stem}, with its "
+                            "folder on PYTHONPATH")
         try:
             importlib.import_module(module)
-        except ImportError as error:
-            raise UserError(f"--steps-from {module}: cannot import it ({error}); fix: name a module on PYTHONPATH, "
-                            "e.g. my_steps for my_steps.py in the current folder") from None
+        except ModuleNotFoundError as error:
+            if error.name != module.split(".")[0]:
+                raise UserError(f"{given}: it needs {error.name}, which is not installed; fix: install it") from None
+            raise UserError(f"{given}: no such module ({error}); fix: name a module on PYTHONPATH, e.g. my_steps for "
+                            "my_steps.py in the current folder") from None
+        except UserError as error:
+            raise UserError(f"{given}: {error}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     import_step_modules(argv)
-    args = parser().parse_args(argv)
+    made = parser()
+    unknown = [each for each in made.parse_known_args(argv)[1] if each.startswith("-")]
+    if unknown:
+        raise UserError(f"{unknown[0]}: no such flag; fix: see python -m helpers.clean --help (a step of one's own "
+                        "brings its flags with --steps-from MODULE, given first)")
+    args = made.parse_args(argv)
     report = clean(args.input, args.output_dir, options=run_options(args), **step_settings(args))
     for line in summary_lines(report):
         print(line)

@@ -17,7 +17,7 @@ from ...engines.choice import engine_for
 from ..steps.base import DocumentStep, labelled_fields
 from ..steps.registry import read_settings, report_sections, shown_settings, steps_asked
 from ..text.shingles import NATIVE_LIBRARY
-from .options import RunOptions, run_keywords
+from .options import RunOptions, check_run_keywords_free, run_keywords
 from .output_folder import REMOVED, REPORT, clear, earlier_outputs, stale_outputs
 from .parquet import read_columns, saved_state
 from .passes import write_part
@@ -31,12 +31,13 @@ def clean(inputs, output_dir, steps: list | None = None, options: RunOptions | N
     (the package's and a user's own: `helpers.clean.steps.base`), instead of those the settings ask for. `options`:
     the run's own settings (`RunOptions`); `settings`: keywords, each a step's setting (`exact=True`, `threshold=0.7`:
     every registered step's `options`) or a run option (`workers=2`)."""
+    check_run_keywords_free()
     options = RunOptions.of(options, settings)
     given = {key: value for key, value in settings.items() if key not in run_keywords()}
-    chosen = read_settings(given)
     if steps is not None and given:
         raise UserError(f"clean(steps=...) runs the steps given, so {', '.join(sorted(given))} would be ignored; fix: "
                         "set it on the step itself, or leave steps out")
+    chosen = read_settings(given)
     steps = steps_asked(chosen) if steps is None else list(steps)
     run = CleaningRun(inputs, Path(output_dir), options, steps)
     for step in {type(step): step for step in steps}.values():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 
+from ...common.errors import UserError
 from ...engines.choice import ENGINES
 from ..steps.registry import registered
 from ..text.band_files import parse_size
@@ -78,3 +79,13 @@ def add_run_flags(parser) -> None:
 def run_options(args) -> RunOptions:
     """The run's options the parsed `args` give."""
     return RunOptions(**{each.name: getattr(args, each.name) for each in fields(RunOptions)})
+
+
+def check_run_keywords_free() -> None:
+    """Refuse a registered step whose setting takes a keyword or flag of the run's own (`workers`, `--json-key`)."""
+    taken = {each.name: each.metadata.get("flag", "--" + each.name.replace("_", "-")) for each in fields(RunOptions)}
+    for kind in registered():
+        for option in kind.options:
+            if option.keyword in taken or option.flag_name in [*taken.values(), "--input", "--output-dir", "--steps-from"]:
+                raise UserError(f"the {kind.name} step's setting {option.keyword} ({option.flag_name}) is the run's "
+                                "own; fix: give it another keyword and flag")

@@ -50,6 +50,7 @@ class Step:
     options: ClassVar[tuple[Option, ...]] = ()  # the first is the switch that asks for the step
     by_rule = False  # the report counts its removals by the rule that made them
     spills = False  # it holds its data within the run's memory limit, spilling the rest to disk
+    runs_last = False  # a step registered later still runs before it (PII masking: on what every step kept)
 
     @classmethod
     def read(cls, values: dict) -> dict:

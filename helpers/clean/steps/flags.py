@@ -34,12 +34,14 @@ def add_step_flags(parser) -> None:
 
 
 def step_settings(args) -> dict:
-    """The keywords of `clean(...)` the parsed `args` give, a shared flag's value set for the step that reads it."""
+    """The keywords of `clean(...)` the parsed `args` give (those not left at their defaults), a shared flag's value
+    set for the step that reads it."""
     settings = {}
     for flag, readers in _by_flag().items():
         value = getattr(args, readers[0][0].keyword)
         if len(readers) == 1:
-            settings[readers[0][0].keyword] = value
+            if value != readers[0][0].default:  # a default is the keyword's default too
+                settings[readers[0][0].keyword] = value
             continue
         if value is None:
             continue

@@ -91,6 +91,7 @@ class PiiMask(Formatter):
     `public_ips_only=False` every IP address goes), noting how many of each it replaced."""
 
     name = "pii"
+    runs_last = True
     options = (Option("pii", False, "replace e-mail and public IP addresses (as datatrove's PIIFormatter) and phone "
                                     "numbers; or name the kinds, e.g. --pii email,ip (datatrove's PIIFormatter() set)",
                       cli={"nargs": "?", "const": True, "metavar": "KINDS"}),)

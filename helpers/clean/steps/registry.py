@@ -4,6 +4,8 @@ one file (`register_step`) is everywhere a built-in step is."""
 
 from __future__ import annotations
 
+import difflib
+
 from ...common.errors import UserError
 from .base import Step
 
@@ -11,19 +13,38 @@ _REGISTERED: list[type[Step]] = []
 
 
 def register_step(kind: type[Step], *, before: str | None = None) -> type[Step]:
-    """Add a step class to the registry, at the end of the run order or before the step called `before`; usable as
-    a decorator. Its name and its options' keywords and flags must be new."""
+    """Add a step class to the registry, before the step called `before`, else at the end of the run order but
+    before a step that runs last (PII masking); usable as a decorator. Its name, keywords and flags must be new (a
+    setting's flag may be shared with another step's setting, as `--ngram` is)."""
+    _check_new(kind)
     names = [each.name for each in _REGISTERED]
-    if kind.name in names:
-        raise ValueError(f"a step named {kind.name!r} is registered already")
-    if not kind.options:
-        raise ValueError(f"step {kind.name!r}: give it options, the first its switch")
-    taken = {option.keyword for each in _REGISTERED for option in each.options}
-    clash = sorted(taken & {option.keyword for option in kind.options})
-    if clash:
-        raise ValueError(f"step {kind.name!r}: the keyword {clash[0]!r} belongs to another step")
-    _REGISTERED.insert(names.index(before) if before is not None else len(_REGISTERED), kind)
+    if before is not None and before not in names:
+        raise UserError(f"register_step({kind.__name__}, before={before!r}): no step of that name; fix: one of "
+                        f"{', '.join(names)}")
+    last = [index for index, each in enumerate(_REGISTERED) if each.runs_last]
+    place = names.index(before) if before is not None else last[0] if last else len(names)
+    _REGISTERED.insert(place, kind)
     return kind
+
+
+def _check_new(kind: type[Step]) -> None:
+    """Refuse, in one line, a step the registry cannot tell from those it holds."""
+    where = f"register_step({kind.__name__})"
+    if not kind.name or not kind.options:
+        raise UserError(f"{where}: a step needs a name and options, the first its switch; fix: set `name` and "
+                        "`options` on the class")
+    if kind.name in [each.name for each in _REGISTERED]:
+        raise UserError(f"{where}: a step named {kind.name!r} is registered already; fix: give it another name")
+    for option in kind.options:
+        for each in _REGISTERED:
+            for theirs in each.options:
+                if option.keyword == theirs.keyword:
+                    raise UserError(f"{where}: the setting {option.keyword!r} is the {each.name} step's; fix: give "
+                                    "it another keyword")
+                shared = option is not kind.options[0] and theirs is not each.options[0]
+                if option.flag_name and option.flag_name == theirs.flag_name and not shared:
+                    raise UserError(f"{where}: the flag {option.flag_name} is the {each.name} step's switch, or "
+                                    "this step's; fix: give it another flag")
 
 
 def registered() -> tuple[type[Step], ...]:
@@ -43,13 +64,35 @@ def keywords() -> dict[str, object]:
 
 
 def read_settings(given: dict) -> dict[type[Step], dict]:
-    """Per registered step, its settings: `given` (keywords of `clean(...)`) over the defaults, checked by the step;
-    an unknown keyword is refused."""
+    """Per registered step, its settings: `given` (keywords of `clean(...)`) over the defaults, checked by the step.
+    An unknown keyword is refused as Python refuses one; a value of the wrong kind, or a setting of a step not
+    asked for, in one line."""
     unknown = sorted(set(given) - set(keywords()))
     if unknown:
-        raise TypeError(f"clean() got an unexpected keyword argument {unknown[0]!r}")
-    return {kind: kind.read({option.keyword: given.get(option.keyword, option.default) for option in kind.options})
-            for kind in registered()}
+        near = difflib.get_close_matches(unknown[0], keywords(), n=1)
+        raise TypeError(f"clean() got an unexpected keyword argument {unknown[0]!r}"
+                        + (f" (did you mean {near[0]!r}?)" if near else ""))
+    for option in (option for kind in registered() for option in kind.options if option.keyword in given):
+        _check_kind(option, given[option.keyword])
+    settings = {kind: kind.read({option.keyword: given.get(option.keyword, option.default) for option in kind.options})
+                for kind in registered()}
+    for kind, values in settings.items():
+        stray = [option.keyword for option in kind.options[1:] if option.needs_switch and option.keyword in given]
+        if stray and not kind.asked(values):
+            raise UserError(f"{stray[0]}={given[stray[0]]!r}: only the {kind.name} step reads it, and it is not asked "
+                            f"for; fix: add {kind.options[0].keyword}=..., or leave {stray[0]} out")
+    return settings
+
+
+def _check_kind(option, value) -> None:
+    """Refuse a number setting given something else (a string, a bool), before a step compares it."""
+    kind = option.cli.get("type")
+    if value is None or kind not in (int, float):
+        return
+    numbers = (int, float) if kind is float else (int,)
+    if isinstance(value, bool) or not isinstance(value, numbers):
+        raise UserError(f"{option.keyword}={value!r}: needs {'a whole number' if kind is int else 'a number'}; fix: "
+                        f"e.g. {option.keyword}={option.default if option.default is not None else 1}")
 
 
 def steps_asked(settings: dict[type[Step], dict]) -> list:
@@ -72,4 +115,5 @@ def report_sections(steps: list, stage) -> dict:
 def refuse_nothing_asked() -> None:
     """The one line for a run that asks for no step, naming each step's switch."""
     flags = " ".join(kind.options[0].flag_name for kind in registered() if kind.options[0].flag_name)
-    raise UserError(f"no step asked for; fix: pass one or more of {flags}")
+    raise UserError(f"no step asked for; fix: pass one or more of {flags} (in Python, their keywords: "
+                    "clean(inputs, out, exact=True))")
