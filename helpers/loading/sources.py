@@ -84,7 +84,7 @@ def _epoch_permutation(seed: int, salt: int, epoch: int, size: int) -> np.ndarra
     return np.random.default_rng([seed, salt, epoch]).permutation(size)
 
 
-def _permuted(sample_ids: np.ndarray, size: int, seed: int, salt: int = 0) -> np.ndarray:
+def permuted(sample_ids: np.ndarray, size: int, seed: int, salt: int = 0) -> np.ndarray:
     """Item of each sample id when epochs of `size` items follow one another, each in its own order."""
     epochs, slots = np.divmod(sample_ids, size)
     out = np.empty_like(sample_ids)
@@ -312,7 +312,7 @@ class NpySource(Source):
         self.num_samples = _window_samples(settings.num_samples, self.window_count, f"{self.path} ({split_name} split)")
 
     def windows(self, sample_ids) -> np.ndarray:
-        window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
+        window = self.first_window + permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
         return np.asarray(self.tokens[(window * self.seq_length)[:, None] + np.arange(self.seq_length + 1)])
 
     def fingerprint(self) -> str:
@@ -360,7 +360,7 @@ class ShardSource(Source):
         return {**self.__dict__, "_maps": {}}  # workers map the shards themselves
 
     def windows(self, sample_ids) -> np.ndarray:
-        window = _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
+        window = permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
         shard = np.searchsorted(self.window_starts, window, side="right") - 1
         start = (window - self.window_starts[shard]) * self.seq_length
         out = np.empty((window.size, self.seq_length + 1), dtype=self.dtype)
@@ -436,7 +436,7 @@ class PackedSource(Source):
         for sample in np.asarray(sample_ids, np.int64):
             k, number, salt = self._row_of(int(sample))
             plan, data, first = self.plans[k], self.datasets[k], self.first_sequence[k]
-            row = int(_permuted(np.array([number]), plan.rows, self.seed, salt=salt)[0])
+            row = int(permuted(np.array([number]), plan.rows, self.seed, salt=salt)[0])
             rows.append([data.get(first + d, start, length) for d, start, length in plan.segments_of_row(row)])
         return rows_batch(rows, self.seq_length, self.pad_id)
 
