@@ -19,10 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -48,30 +47,7 @@ from .epochs import EpochOrder
 from .mixing import Mix
 from .packing import pack, rows_batch
 from .schedule import parse_schedule
-
-
-@dataclass(frozen=True, kw_only=True)
-class SourceSettings:
-    """What to read and how to cut it into samples: built once (by `make_dataloader`) and handed whole to
-    `open_source` and the source it opens. `data_path` travels down; nothing hands it back up."""
-
-    data_path: Any = None  # Megatron prefixes or a weighted blend, a flat .npy, or a shard folder
-    split: str = "969,30,1"
-    split_name: str = "train"
-    seq_length: int = 1024
-    seed: int = 1234
-    num_samples: int | None = None  # Megatron's meaning; None is one epoch
-    source: str = "real"  # or "synthetic", by name only
-    vocab_size: int | None = None  # synthetic data's range
-    packing: str | None = None  # a packing strategy: rows of whole documents
-    tokenizer: str | None = None  # where the data has no sidecar naming one
-    eod_id: int | None = None
-    reset_position_ids: bool = False
-    eod_mask_loss: bool = False
-    cache_dir: str | None = None
-    schedule: Any = None  # [(step, weights), ...] over the prefixes of data_path (see helpers.loading.schedule)
-    samples_per_step: int = 1  # a schedule's steps in samples: the global batch (of the run that started)
-    global_batch: int | None = None  # this run's, where it differs from samples_per_step (a resume)
+from .settings import LoaderSettings
 
 
 def _digest(content: dict) -> str:
@@ -141,7 +117,7 @@ class MegatronSource(Source):
 
     kind = "megatron"
 
-    def __init__(self, blend: Blend, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+    def __init__(self, blend: Blend, settings: LoaderSettings, config: GPTDatasetConfig, facts: DataFacts):
         self.blend, self.split, self.split_name = blend, settings.split, settings.split_name
         self.config, self.facts = config, facts
         self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
@@ -150,7 +126,7 @@ class MegatronSource(Source):
         self.num_samples = len(self.dataset) if num_samples is None else min(int(num_samples), len(self.dataset))
 
     @staticmethod
-    def _one_pass(blend: Blend, settings: SourceSettings) -> int:
+    def _one_pass(blend: Blend, settings: LoaderSettings) -> int:
         """A weighted blend asked for 'one epoch': as many samples as its datasets hold together."""
         total = 0
         for prefix in blend.prefixes:
@@ -195,7 +171,7 @@ class ScheduledSource(Source):
 
     kind = "megatron"
 
-    def __init__(self, blend: Blend, phases, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+    def __init__(self, blend: Blend, phases, settings: LoaderSettings, config: GPTDatasetConfig, facts: DataFacts):
         """`settings.num_samples` None: one epoch of one prefix, or as many samples as a blend's datasets hold."""
         self.split, self.split_name, self.config, self.facts = settings.split, settings.split_name, config, facts
         self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
@@ -215,7 +191,7 @@ class ScheduledSource(Source):
             num_samples = self.orders[0].per_epoch if len(self.orders) == 1 else MegatronSource._one_pass(blend,
                                                                                                          settings)
         self.num_samples = int(num_samples)
-        self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+        self.mix = Mix(blend.prefixes, phases, settings.step_samples, self.num_samples,
                        global_batch=settings.global_batch)
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
@@ -294,7 +270,7 @@ class NpySource(Source):
 
     kind = "npy"
 
-    def __init__(self, path: Path, settings: SourceSettings):
+    def __init__(self, path: Path, settings: LoaderSettings):
         self.path, self.seq_length, self.seed = Path(path), settings.seq_length, settings.seed
         split, split_name, eod_id = settings.split, settings.split_name, settings.eod_id
         self.tokens = np.load(self.path, mmap_mode="r")
@@ -334,7 +310,7 @@ class ShardSource(Source):
 
     kind = "shards"
 
-    def __init__(self, folder: Path, settings: SourceSettings):
+    def __init__(self, folder: Path, settings: LoaderSettings):
         self.folder, self.seq_length, self.seed = Path(folder), settings.seq_length, settings.seed
         split_name, seq_length, eod_id = settings.split_name, settings.seq_length, settings.eod_id
         meta = json.loads((self.folder / METADATA).read_text())
@@ -387,7 +363,7 @@ class PackedSource(Source):
 
     kind = "packed"
 
-    def __init__(self, blend: Blend, settings: SourceSettings, pad_id: int, phases=None):
+    def __init__(self, blend: Blend, settings: LoaderSettings, pad_id: int, phases=None):
         """`settings.eod_id` is the data's (its sidecar's where none was given); `phases`: the schedule (a
         weighted blend: one phase), None for prefixes listed without weights."""
         split, split_name, seq_length = settings.split, settings.split_name, settings.seq_length
@@ -420,7 +396,7 @@ class PackedSource(Source):
             weights = phases[0][1]
             self.num_samples = int(num_samples) if num_samples is not None else \
                 max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
-            self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+            self.mix = Mix(blend.prefixes, phases, settings.step_samples, self.num_samples,
                            global_batch=settings.global_batch)
 
     def _row_of(self, sample: int) -> tuple[int, int, int]:
@@ -500,11 +476,12 @@ def _one_path(data_path) -> Path | None:
     return None
 
 
-def open_source(settings: SourceSettings) -> Source:
+def open_source(settings: LoaderSettings) -> Source:
     """The source `settings.data_path` names, told apart by what is on disk whatever the container (a path,
     or a one-element list): a `.npy` file, a shard folder with `dataset_metadata.json`, else Megatron
     prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them). A folder named like a prefix that has
-    its `.idx` (megatron-core puts its index cache there) is the prefix."""
+    its `.idx` (megatron-core puts its index cache there) is the prefix. `settings` as `make_dataloader` hands
+    them: the world size decided (a schedule's steps count its global batch)."""
     data_path = settings.data_path
     if settings.source == "synthetic":
         if settings.schedule is not None:
@@ -540,7 +517,7 @@ def open_source(settings: SourceSettings) -> Source:
                             phases=phases)
     config = GPTDatasetConfig(seq_length=settings.seq_length, seed=settings.seed, eod_id=settings.eod_id,
                               reset_position_ids=settings.reset_position_ids, eod_mask_loss=settings.eod_mask_loss,
-                              cache_dir=settings.cache_dir)
+                              cache_dir=None if settings.cache_dir is None else str(settings.cache_dir))
     if phases is None:
         return MegatronSource(blend, settings, config, facts)
     return ScheduledSource(blend, phases, settings, config=config, facts=facts)
