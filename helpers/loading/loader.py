@@ -196,22 +196,18 @@ def _ranks(rank: int | None, world_size: int | None) -> tuple[int, int]:
 def make_dataloader(data_path=None, *, settings: LoaderSettings | None = None, **options) -> TokenBatches:
     """Batches of `[batch_size, seq_length]` int64 tensors in the layout of `helpers.datasets.layout`.
 
-    Every setting is a field of `LoaderSettings` (`helpers.loading.settings`), where its default and meaning are
-    written once. Give them as keywords (`make_dataloader(prefixes, seq_length=256, batch_size=8)`), or as one
-    object (`make_dataloader(settings=LoaderSettings(...))`, or in place of `data_path`); keywords and a
-    `data_path` given beside an object replace its fields. A keyword that is no setting raises TypeError.
+    Every setting is a field of `LoaderSettings` (`helpers.loading.settings`), its default and meaning written
+    there once. Give them as keywords (`make_dataloader(prefixes, seq_length=256, batch_size=8)`) or as one object
+    (`make_dataloader(settings=LoaderSettings(...))`, or in place of `data_path`); keywords and a `data_path`
+    beside an object replace its fields, and a keyword that is no setting raises TypeError.
 
-    `data_path`: Megatron prefixes or a weighted blend (`["0.7", P1, "0.3", P2]`), a flat `.npy`, or a
-    shard folder with `dataset_metadata.json`. `num_samples` has Megatron's meaning (more than one
-    epoch's worth repeats the data in Megatron's epoch order); None is one epoch. `source="synthetic"`
-    (with `vocab_size`) is the only way to get random tokens; missing real data raises
-    `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
-    `schedule`: the mix of the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
+    Real data is never replaced by random tokens: missing data raises `DataNotFoundError`, synthetic data comes
+    only with `source="synthetic"`. `num_samples` past one epoch repeats the data in Megatron's epoch order.
+    A `schedule` mixes the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
     (800, [0.2, 0.8])]`, a step being a global batch (`helpers.loading.schedule`); a weighted blend is one phase.
     `load_state_dict` of a state saved under another mix continues every dataset from where it stood; under another
-    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`). `samples_per_step`:
-    the samples a schedule's step counts when that is not this run's global batch (a run resumed with another:
-    the batch of the run that started it), so that the opening line says where each phase starts in this run.
+    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`), and `samples_per_step`
+    (the global batch of the run that started) lets the opening line say where each phase starts in this run.
     """
     settings = _settings(data_path, settings, options)
     if settings.batch_size < 1 or settings.seq_length < 1:

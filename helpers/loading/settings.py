@@ -16,7 +16,7 @@ from ..common.paths import CACHE_DIR
 class LoaderSettings:
     """What to read, how to cut it into samples and how to hand them out (see `make_dataloader`)."""
 
-    data_path: Any = None  # Megatron prefixes or a weighted blend (["0.7", P1, "0.3", P2]), a flat .npy, or shards
+    data_path: Any = None  # Megatron prefixes, a weighted blend (["0.7", P1, "0.3", P2]), a .npy or a shard folder
     split: str = "969,30,1"  # Megatron's --split: the train, valid and test shares of each dataset's documents
     split_name: str = "train"  # the split read: train, valid or test
     seq_length: int = 1024  # tokens in a sample's model input
