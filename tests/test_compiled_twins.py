@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, SAMPLE_INDEX_ENTRIES, compiled_pays
-from helpers.datasets import blending, gpt_dataset, layout
+from helpers.datasets import gpt_dataset, greedy, layout
 from helpers.loading import schedule
 
 FEW = settings(max_examples=60, deadline=None)
@@ -79,8 +79,9 @@ def test_the_blending_index(shares, size, limited, seed):
     shares = np.array(shares) / sum(shares)
     limits = (np.random.default_rng(seed).integers(0, size + 1, size=shares.size) if limited
               else np.full(shares.size, np.iinfo(np.int64).max))
-    compiled = blending._greedy_blend(shares, limits, size)
-    twin = blending._greedy_blend_python(shares, limits, size)
+    starts = np.zeros(1, dtype=np.int64)
+    compiled = chosen(greedy.greedy_rule, starts, shares[None, :], [size], limits=limits[None, :])
+    twin = chosen(greedy.greedy_rule_python, starts, shares[None, :], [size], limits=limits[None, :])
     for got, want in zip(twin, compiled):
         np.testing.assert_array_equal(got, want)
 
@@ -95,19 +96,22 @@ def test_a_schedules_choice(phases, total, data):
                                       max_size=len(phases) - 1)))
     starts = np.array([0, *later], dtype=np.int64)
     cuts = sorted(data.draw(st.lists(st.integers(0, total), max_size=3)))  # the twin resumed where it stopped
-    compiled = chosen(schedule._choose, starts, table, [total])
-    twin = chosen(schedule._choose_python, starts, table, [*cuts, total])
+    compiled = chosen(greedy.greedy_rule, starts, table, [total])
+    twin = chosen(greedy.greedy_rule_python, starts, table, [*cuts, total])
     for got, want in zip(twin, compiled):
         np.testing.assert_array_equal(got, want)
 
 
-def chosen(rule, starts, table, ends):
-    """(dataset, number) of samples 0..ends[-1] by `rule`, called once per stretch up to each of `ends`."""
+def chosen(rule, starts, table, ends, limits=None):
+    """(dataset, number) of samples 0..ends[-1] by `rule`, called once per stretch up to each of `ends`; no
+    `limits`: a schedule's (a dataset of weight 0 never drawn)."""
+    limits = np.where(table > 0, greedy.NO_LIMIT, 0) if limits is None else limits
     dataset, number = np.empty(ends[-1], dtype=np.int16), np.empty(ends[-1], dtype=np.int64)
     counts, base, segment = np.zeros(table.shape[1], np.int64), np.zeros(table.shape[1], np.int64), np.zeros(1, np.int64)
     begin = 0
     for end in ends:
-        rule(starts, table, begin, end, dataset, number, counts, base, segment)
+        rule(starts, table, limits, begin=begin, end=end, dataset=dataset, number=number, counts=counts, base=base,
+             segment=segment)
         begin = end
     return dataset, number
 
@@ -130,7 +134,7 @@ def test_a_schedule_of_one_dataset_per_phase_needs_no_rule(phases, total, data):
     later = sorted(data.draw(st.lists(st.integers(0, max(total, 1)), min_size=len(phases) - 1,
                                       max_size=len(phases) - 1)))
     segments = [schedule.Segment(start, tuple(row)) for start, row in zip([0, *later], table.tolist())]
-    compiled = chosen(schedule._choose, np.array([0, *later], dtype=np.int64), table, [total])
+    compiled = chosen(greedy.greedy_rule, np.array([0, *later], dtype=np.int64), table, [total])
     for got, want in zip(schedule.choose(segments, total), compiled):
         np.testing.assert_array_equal(got, want)
 
@@ -163,14 +167,14 @@ def test_a_long_streams_choice_is_made_as_it_is_read(monkeypatch):
     starts = np.array([s.start for s in segments], dtype=np.int64)
     table = np.array([s.weights for s in segments])
     total = GREEDY_SAMPLES + 10
-    want = chosen(schedule._choose, starts, table, [total])
+    want = chosen(greedy.greedy_rule, starts, table, [total])
     choice = schedule.Choice(segments, total)
 
     def refused(*args):
         raise AssertionError("the compiled loop ran")
 
     with monkeypatch.context() as patched:
-        patched.setattr(schedule, "_choose", refused)
+        patched.setattr(greedy, "greedy_rule", refused)
         choice.of(np.arange(8))
         assert choice.made == 8
         choice.of(np.arange(8, schedule.Choice.PYTHON_SAMPLES))
@@ -181,7 +185,7 @@ def test_a_long_streams_choice_is_made_as_it_is_read(monkeypatch):
         np.testing.assert_array_equal(got, expected)
     short = schedule.Choice(segments, GREEDY_SAMPLES - 1)
     with monkeypatch.context() as patched:
-        patched.setattr(schedule, "_choose", refused)
+        patched.setattr(greedy, "greedy_rule", refused)
         short.of([0])
     assert short.made == GREEDY_SAMPLES - 1
 

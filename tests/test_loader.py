@@ -21,6 +21,7 @@ from helpers.datasets.formats import indexed_to_npy, indexed_to_shards
 from helpers.datasets.indexed import IndexedDataset
 from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX
 from helpers.loading.loader import make_dataloader, samples_for_transformers
+from helpers.loading.settings import LoaderSettings
 from helpers.preprocess import preprocess
 
 EOD = 128001
@@ -173,6 +174,21 @@ def test_synthetic_only_by_name_in_range_and_loud(caplog):
     ids = torch.cat([b["input_ids"] for b in batches])
     assert ids.min() >= 0 and ids.max() < 300 and len(torch.unique(ids)) > 250
     assert _equal(batches[3], loader.batch_at(3))
+
+
+def test_the_settings_are_one_object_given_whole_or_as_keywords(prefixes, tmp_path):
+    """Keywords, an object, an object in place of data_path: the same batches; keywords beside an object replace
+    its fields; a keyword that is no setting is refused as Python refuses one."""
+    keywords = dict(split="90,10,0", seq_length=32, batch_size=2, num_samples=20, cache_dir=tmp_path)
+    settings = LoaderSettings(data_path=_blend(prefixes), **keywords)
+    expected = list(make_dataloader(_blend(prefixes), **keywords))
+    for loader in (make_dataloader(settings=settings), make_dataloader(settings),
+                   make_dataloader(_blend(prefixes), settings=LoaderSettings(**keywords))):
+        assert loader.settings.world_size == 1 and all(map(_equal, loader, expected))
+    assert len(make_dataloader(settings=settings, batch_size=5)) == 4  # 20 samples
+    with pytest.raises(TypeError, match="make_dataloader\\(\\) got an unexpected keyword argument 'batchsize'"):
+        make_dataloader(_blend(prefixes), batchsize=2)
+    assert LoaderSettings().batch_size == 8 and LoaderSettings().seq_length == 1024 and LoaderSettings().seed == 1234
 
 
 def test_npy_windows_and_the_memmap_pitfall(prefixes, tmp_path):

@@ -25,7 +25,7 @@ from ..datasets.gpt_dataset import GPTDatasetConfig, split_span
 from ..datasets.indexed import IndexedDataset, fingerprint, idx_path
 from ..loading.epochs import EpochOrder
 from ..loading.packing import pack
-from ..loading.sources import _permuted
+from ..loading.sources import permuted
 
 
 def read_state(path: str | Path) -> tuple[dict, Path]:
@@ -81,7 +81,7 @@ def _packed_dataset(entry: dict, cut: dict, samples: int, salt: int) -> dict:
     if plan.rows == 0:  # an empty split of weight 0: nothing taken
         return {"tokens": 0, "per_epoch": 0, "documents_seen": _histogram(np.zeros(end - begin, np.int64)),
                 "tokens_per_sample": 0.0}
-    rows = _permuted(np.arange(samples, dtype=np.int64), plan.rows, cut["seed"], salt=salt)
+    rows = permuted(np.arange(samples, dtype=np.int64), plan.rows, cut["seed"], salt=salt)
     epochs = np.arange(samples) // plan.rows
     fill = plan.row_fill()
     seen = np.zeros(end - begin, dtype=np.int64)

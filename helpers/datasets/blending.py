@@ -9,7 +9,8 @@
   samples of each split (Megatron's 0.5% surplus), so a small dataset at a large weight is
   repeated for several epochs;
 - the blending index chooses, at step i, the dataset with the largest `w x max(i, 1) - count`
-  (ties: the lowest index), so the mix tracks the weights at every step, deterministically;
+  (ties: the lowest index), so the mix tracks the weights at every step, deterministically
+  (`helpers.datasets.greedy`);
 - a list of prefixes without weights blends by dataset size and draws every sample once.
 """
 
@@ -23,11 +24,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, compiled_pays, jit
+from ..common.compiled import BATCH_TOKENS, compiled_pays
 from ..common.errors import DataNotFoundError, UserError
 from ..common.yaml_file import read_yaml
 from .batch_memory import BATCH_BLOCKS
 from .gpt_dataset import SPLITS, GPTDataset, GPTDatasetConfig, split_bookends, split_span
+from .greedy import NO_LIMIT, greedy_blend
 from .indexed import MAKE_PREFIX, IndexedDataset, idx_path
 from .layout import from_windows
 
@@ -110,67 +112,20 @@ def load_blend_file(path: str | os.PathLike) -> dict[str, Blend | None]:
     return blends
 
 
-@jit(cache=True)
-def _greedy_blend(weights: np.ndarray, limits: np.ndarray, size: int):  # pragma: no cover - compiled
-    """At each step, the dataset (under its limit) whose count lags `w x max(i, 1)` most; ties: lowest."""
-    dataset_index = np.zeros(size, dtype=np.int16)
-    sample_index = np.zeros(size, dtype=np.int64)
-    counts = np.zeros(weights.size, dtype=np.int64)
-    for i in range(size):
-        step = max(float(i), 1.0)
-        best, best_error = -1, -np.inf
-        for k in range(weights.size):
-            if counts[k] < limits[k]:
-                error = weights[k] * step - counts[k]
-                if error > best_error:
-                    best, best_error = k, error
-        dataset_index[i] = best
-        sample_index[i] = counts[best]
-        counts[best] += 1
-    return dataset_index, sample_index
-
-
 def blending_indices(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:
     """(dataset of each sample, sample number within that dataset) for `size` samples.
 
     `weights` are used as given (normalise them first): ties are decided by their exact float
-    values. A sequential rule (each step depends on all earlier counts), so it is compiled with numba for a
-    long blend.
+    values. The rule is `helpers.datasets.greedy`'s, no dataset limited.
     """
     weights = np.asarray(weights, dtype=np.float64)
-    return greedy_blend(weights, np.full(weights.size, np.iinfo(np.int64).max), int(size))
+    return greedy_blend(weights, limits=np.full(weights.size, NO_LIMIT), size=int(size))
 
 
 def exhaustive_blending_indices(sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Every sample of every dataset exactly once, interleaved by the same error rule."""
+    """Every sample of every dataset exactly once, interleaved by the same rule, each dataset limited to its size."""
     sizes = np.asarray(sizes, dtype=np.int64)
-    return greedy_blend(sizes / sizes.sum(), sizes, int(sizes.sum()))
-
-
-def greedy_blend(weights: np.ndarray, limits: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The greedy rule over `size` samples: compiled for a long blend, else in Python (`helpers.common.compiled`)."""
-    rule = _greedy_blend if compiled_pays(size, GREEDY_SAMPLES) else _greedy_blend_python
-    return rule(weights, limits, size)
-
-
-def _greedy_blend_python(weights: np.ndarray, limits: np.ndarray, size: int):
-    """`_greedy_blend` in Python, on Python floats (the same float64 arithmetic)."""
-    dataset_index = np.zeros(size, dtype=np.int16)
-    sample_index = np.zeros(size, dtype=np.int64)
-    shares, caps = weights.tolist(), limits.tolist()
-    counts = [0] * len(shares)
-    for i in range(size):
-        step = max(float(i), 1.0)
-        best, best_error = -1, -math.inf
-        for k, (w, count) in enumerate(zip(shares, counts)):
-            if count < caps[k]:
-                error = w * step - count
-                if error > best_error:
-                    best, best_error = k, error
-        dataset_index[i] = best
-        sample_index[i] = counts[best]
-        counts[best] += 1
-    return dataset_index, sample_index
+    return greedy_blend(np.asarray(normalize(sizes)), limits=sizes, size=int(sizes.sum()))
 
 
 def sizes_per_dataset(weights: list[float], target: int, surplus: float = 0.0) -> list[int]:

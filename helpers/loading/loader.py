@@ -20,15 +20,16 @@ dearest part of a worker's batch is its trip through shared memory), and the mai
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import torch
 
 from ..common.errors import UserError
 from ..common.headless import message_stream
-from ..common.paths import CACHE_DIR
 from ..datasets.layout import BATCH_KEYS
-from .sources import Source, SourceSettings, open_source
+from .settings import LoaderSettings
+from .sources import Source, open_source
 
 log = logging.getLogger("helpers.loading.loader")
 
@@ -87,11 +88,13 @@ class _StepWindows(_StepBatches):
 class TokenBatches:
     """The iterable `make_dataloader` returns: batches in order from where it stands, and its state."""
 
-    def __init__(self, source: Source, batch_size: int, seed: int, rank: int, world_size: int, num_workers: int,
-                 pin_memory: bool, prefetch_factor: int | None):
-        self.source, self.seed = source, seed
+    def __init__(self, source: Source, settings: LoaderSettings):
+        """`settings` as `make_dataloader` hands them: rank, world size and pin_memory decided."""
+        self.source, self.settings, self.seed = source, settings, settings.seed
+        batch_size, rank, world_size = settings.batch_size, settings.rank, settings.world_size
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
-        self.num_workers, self.pin_memory, self.prefetch_factor = num_workers, pin_memory, prefetch_factor
+        self.num_workers, self.pin_memory = settings.num_workers, settings.pin_memory
+        self.prefetch_factor = settings.prefetch_factor
         self.steps = _StepBatches(source, batch_size, rank, world_size)
         if len(self.steps) == 0:
             raise UserError(f"{len(source)} samples make no full batch of {world_size} x {batch_size}; "
@@ -190,45 +193,45 @@ def _ranks(rank: int | None, world_size: int | None) -> tuple[int, int]:
     return rank, world_size
 
 
-def make_dataloader(data_path=None, split: str = "969,30,1", split_name: str = "train", seq_length: int = 1024,
-                    batch_size: int = 8, seed: int = 1234, num_samples: int | None = None, num_workers: int = 0,
-                    rank: int | None = None, world_size: int | None = None, source: str = "real",
-                    vocab_size: int | None = None, packing: str | None = None, tokenizer: str | None = None,
-                    eod_id: int | None = None, reset_position_ids: bool = False, eod_mask_loss: bool = False,
-                    cache_dir=CACHE_DIR, pin_memory: bool | None = None,
-                    prefetch_factor: int | None = 4, schedule=None,
-                    samples_per_step: int | None = None) -> TokenBatches:
+def make_dataloader(data_path=None, *, settings: LoaderSettings | None = None, **options) -> TokenBatches:
     """Batches of `[batch_size, seq_length]` int64 tensors in the layout of `helpers.datasets.layout`.
 
-    `data_path`: Megatron prefixes or a weighted blend (`["0.7", P1, "0.3", P2]`), a flat `.npy`, or a
-    shard folder with `dataset_metadata.json`. `num_samples` has Megatron's meaning (more than one
-    epoch's worth repeats the data in Megatron's epoch order); None is one epoch. `source="synthetic"`
-    (with `vocab_size`) is the only way to get random tokens; missing real data raises
-    `DataNotFoundError`. `packing` (e.g. "best_fit_decreasing") builds rows from whole documents.
-    `schedule`: the mix of the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
+    Every setting is a field of `LoaderSettings` (`helpers.loading.settings`), its default and meaning written
+    there once. Give them as keywords (`make_dataloader(prefixes, seq_length=256, batch_size=8)`) or as one object
+    (`make_dataloader(settings=LoaderSettings(...))`, or in place of `data_path`); keywords and a `data_path`
+    beside an object replace its fields, and a keyword that is no setting raises TypeError.
+
+    Real data is never replaced by random tokens: missing data raises `DataNotFoundError`, synthetic data comes
+    only with `source="synthetic"`. `num_samples` past one epoch repeats the data in Megatron's epoch order.
+    A `schedule` mixes the prefixes of `data_path` (listed without weights) by phase, `[(0, [0.7, 0.3]),
     (800, [0.2, 0.8])]`, a step being a global batch (`helpers.loading.schedule`); a weighted blend is one phase.
     `load_state_dict` of a state saved under another mix continues every dataset from where it stood; under another
-    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`). `samples_per_step`:
-    the samples a schedule's step counts when that is not this run's global batch (a run resumed with another:
-    the batch of the run that started it), so that the opening line says where each phase starts in this run.
+    global batch, the phases begin at the samples the state keeps (`helpers.loading.mixing`), and `samples_per_step`
+    (the global batch of the run that started) lets the opening line say where each phase starts in this run.
     """
-    if batch_size < 1 or seq_length < 1:
-        raise UserError(f"batch_size and seq_length must be positive, got {batch_size} and {seq_length}; "
-                        "fix: give both at least 1")
-    rank, world_size = _ranks(rank, world_size)
-    data = open_source(SourceSettings(
-        data_path=data_path, split=split, split_name=split_name, seq_length=seq_length, seed=seed,
-        num_samples=num_samples, source=source, vocab_size=vocab_size, packing=packing, tokenizer=tokenizer,
-        eod_id=eod_id, reset_position_ids=reset_position_ids, eod_mask_loss=eod_mask_loss,
-        cache_dir=None if cache_dir is None else str(cache_dir), schedule=schedule,
-        samples_per_step=samples_per_step or batch_size * world_size, global_batch=batch_size * world_size))
+    settings = _settings(data_path, settings, options)
+    if settings.batch_size < 1 or settings.seq_length < 1:
+        raise UserError(f"batch_size and seq_length must be positive, got {settings.batch_size} and "
+                        f"{settings.seq_length}; fix: give both at least 1")
+    rank, world_size = _ranks(settings.rank, settings.world_size)
+    pin = torch.cuda.is_available() if settings.pin_memory is None else settings.pin_memory
+    settings = replace(settings, rank=rank, world_size=world_size, pin_memory=pin)
+    data = open_source(settings)
     if data.kind == "synthetic":
         log.warning(data.describe())
     else:
         log.info(data.describe())
-    pin = torch.cuda.is_available() if pin_memory is None else pin_memory
-    return TokenBatches(data, batch_size, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
-                        pin_memory=pin, prefetch_factor=prefetch_factor)
+    return TokenBatches(data, settings)
+
+
+def _settings(data_path, settings: LoaderSettings | None, options: dict) -> LoaderSettings:
+    """The settings `make_dataloader` was given: an object (in place of `data_path` too), its fields replaced by
+    `options` and by `data_path` where one is given."""
+    if isinstance(data_path, LoaderSettings):
+        settings, data_path = data_path, None
+    if data_path is not None:
+        options = {**options, "data_path": data_path}
+    return (settings or LoaderSettings()).updated("make_dataloader", options)
 
 
 def samples_for_transformers(loader: TokenBatches, keys=("input_ids", "labels", "position_ids")):

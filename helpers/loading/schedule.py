@@ -4,10 +4,10 @@
 
 A schedule only chooses datasets; each dataset is read in its own order through a cursor that only moves
 forward (`helpers.loading.epochs`). The stream is cut into *segments* (a start sample and the weights in force
-from there); inside a segment the dataset of sample i is megatron-core's greedy rule, the one with the largest
-`w x max(i - start, 1) - taken since start` (ties: the lowest index), with datasets of weight 0 left out. Counts
-carry over from one segment to the next, so a dataset continues where it stood. One segment from sample 0 is
-megatron-core's blending index, sample for sample.
+from there); inside a segment the dataset of sample i is megatron-core's greedy rule (`helpers.datasets.greedy`),
+the one with the largest `w x max(i - start, 1) - taken since start` (ties: the lowest index), with datasets of
+weight 0 left out. Counts carry over from one segment to the next, so a dataset continues where it stood. One
+segment from sample 0 is megatron-core's blending index, sample for sample.
 
 A resumed run whose mix changed (new weights, another schedule, a dataset added or removed) keeps the segments it
 was read under up to the resume point and takes the new mix from there (`resumed_segments`): nothing consumed
@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common.compiled import GREEDY_SAMPLES, compiled_pays, jit
+from ..common.compiled import GREEDY_SAMPLES, compiled_pays
 from ..common.errors import UserError
 from ..common.yaml_file import read_yaml
+from ..datasets.blending import normalize
+from ..datasets.greedy import NO_LIMIT, GreedyStream
 
 SCHEDULE_EXAMPLE = "'phases: [{step: 0, weights: [0.7, 0.3]}, {step: 800, weights: [0.2, 0.8]}]'"
 
@@ -54,8 +56,7 @@ def normalized(weights, where: str) -> tuple[float, ...]:
                         "fix: give each dataset 0 or more")
     if sum(values) <= 0:
         raise UserError(f"{where}: weights sum to {sum(values)}; fix: give at least one dataset a positive weight")
-    array = np.array(values, dtype=np.float64)
-    return tuple((array / np.sum(array)).tolist())
+    return tuple(normalize(values))
 
 
 def parse_schedule(schedule, datasets: int) -> list[tuple[int, tuple[float, ...]]]:
@@ -139,56 +140,6 @@ def resumed_segments(history: list[Segment], consumed: int, future: list[Segment
     return before + after
 
 
-@jit(cache=True)
-def _choose(starts, weights, begin, end, dataset, number, counts, base, segment):  # pragma: no cover - compiled
-    """The greedy rule per segment (segment s covers starts[s] .. starts[s+1]) for samples begin..end-1, into
-    `dataset` and `number`; `counts` (taken of each dataset), `base` (its counts where the segment began) and
-    `segment` (one entry) are the rule's state, carried from call to call and from segment to segment."""
-    s = segment[0]
-    for i in range(begin, end):
-        if s + 1 < starts.size and starts[s + 1] <= i:
-            while s + 1 < starts.size and starts[s + 1] <= i:
-                s += 1
-            base[:] = counts
-        step = max(float(i - starts[s]), 1.0)
-        best, best_error = -1, -np.inf
-        for k in range(weights.shape[1]):
-            w = weights[s, k]
-            if w > 0.0:
-                error = w * step - (counts[k] - base[k])
-                if error > best_error:
-                    best, best_error = k, error
-        dataset[i] = best
-        number[i] = counts[best]
-        counts[best] += 1
-    segment[0] = s
-
-
-def _choose_python(starts, weights, begin, end, dataset, number, counts, base, segment):
-    """`_choose` in Python, on Python floats (the same float64 arithmetic), for short stretches."""
-    bounds, table = starts.tolist(), weights.tolist()
-    taken, since = counts.tolist(), base.tolist()
-    s = int(segment[0])
-    picks = []
-    for i in range(begin, end):
-        if s + 1 < len(bounds) and bounds[s + 1] <= i:
-            while s + 1 < len(bounds) and bounds[s + 1] <= i:
-                s += 1
-            since = list(taken)
-        step = max(float(i - bounds[s]), 1.0)
-        best, best_error = -1, -math.inf
-        for k, w in enumerate(table[s]):
-            if w > 0.0:
-                error = w * step - (taken[k] - since[k])
-                if error > best_error:
-                    best, best_error = k, error
-        picks.append((best, taken[best]))
-        taken[best] += 1
-    if picks:
-        dataset[begin:end], number[begin:end] = zip(*picks)
-    counts[:], base[:], segment[0] = taken, since, s
-
-
 class Choice:
     """Dataset of each sample of the stream and its number in that dataset's own order, made as far as the stream
     is read (the greedy rule is sequential: sample i needs every choice before it).
@@ -203,45 +154,43 @@ class Choice:
     def __init__(self, segments: list[Segment], total: int):
         if not segments or segments[0].start != 0:
             raise ValueError("the first segment must start at sample 0")
-        self.starts = np.array([s.start for s in segments], dtype=np.int64)
-        self.weights = np.array([s.weights for s in segments], dtype=np.float64)
-        self.total = int(total)
-        width = self.weights.shape[1]
-        self.dataset = np.empty(self.total, dtype=np.int16)
-        self.number = np.empty(self.total, dtype=np.int64)
-        self.counts, self.base = np.zeros(width, dtype=np.int64), np.zeros(width, dtype=np.int64)
-        self.segment = np.zeros(1, dtype=np.int64)
-        self.made = 0
-        if (self.weights > 0).sum(axis=1).max() == 1:  # one dataset per segment (one prefix): nothing to choose
-            self.dataset[:], self.number[:] = _one_per_segment(self.starts, self.weights, self.total)
-            self.made = self.total
+        weights = np.array([s.weights for s in segments], dtype=np.float64)
+        self.stream = GreedyStream(starts=[s.start for s in segments], weights=weights,
+                                   limits=np.where(weights > 0, NO_LIMIT, 0), total=total)  # weight 0: never drawn
+        if (weights > 0).sum(axis=1).max() == 1:  # one dataset per segment (one prefix): nothing to choose
+            stream = self.stream
+            stream.dataset[:], stream.number[:] = _one_per_segment(stream.starts, weights, stream.total)
+            stream.made = stream.total
+
+    @property
+    def made(self) -> int:
+        """Samples chosen so far, from the first."""
+        return self.stream.made
 
     def upto(self, samples: int) -> None:
         """Make the choice of samples 0..samples-1."""
-        samples = min(int(samples), self.total)
-        if samples <= self.made:
+        stream = self.stream
+        samples = min(int(samples), stream.total)
+        if samples <= stream.made:
             return
-        if not compiled_pays(self.total - self.made, GREEDY_SAMPLES):
-            rule, end = _choose_python, self.total  # the rest is short: all of it, once
+        if not compiled_pays(stream.total - stream.made, GREEDY_SAMPLES):
+            stream.make(stream.total, compiled=False)  # the rest is short: all of it, once
         elif samples <= self.PYTHON_SAMPLES:
-            rule, end = _choose_python, samples  # the first reads of a long stream
+            stream.make(samples, compiled=False)  # the first reads of a long stream
         else:
-            rule, end = _choose, self.total  # helpers.common.compiled
-        rule(self.starts, self.weights, begin=self.made, end=end, dataset=self.dataset, number=self.number,
-             counts=self.counts, base=self.base, segment=self.segment)
-        self.made = end
+            stream.make(stream.total, compiled=True)  # helpers.common.compiled
 
     def of(self, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(datasets, numbers) of samples `sample_ids`."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if sample_ids.size:
             self.upto(int(sample_ids.max()) + 1)
-        return self.dataset[sample_ids], self.number[sample_ids]
+        return self.stream.dataset[sample_ids], self.stream.number[sample_ids]
 
     def prefix(self, samples: int) -> tuple[np.ndarray, np.ndarray]:
         """(datasets, numbers) of samples 0..samples-1."""
         self.upto(samples)
-        return self.dataset[:samples], self.number[:samples]
+        return self.stream.dataset[:samples], self.stream.number[:samples]
 
 
 def choose(segments: list[Segment], total: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,10 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -48,30 +47,7 @@ from .epochs import EpochOrder
 from .mixing import Mix
 from .packing import pack, rows_batch
 from .schedule import parse_schedule
-
-
-@dataclass(frozen=True, kw_only=True)
-class SourceSettings:
-    """What to read and how to cut it into samples: built once (by `make_dataloader`) and handed whole to
-    `open_source` and the source it opens. `data_path` travels down; nothing hands it back up."""
-
-    data_path: Any = None  # Megatron prefixes or a weighted blend, a flat .npy, or a shard folder
-    split: str = "969,30,1"
-    split_name: str = "train"
-    seq_length: int = 1024
-    seed: int = 1234
-    num_samples: int | None = None  # Megatron's meaning; None is one epoch
-    source: str = "real"  # or "synthetic", by name only
-    vocab_size: int | None = None  # synthetic data's range
-    packing: str | None = None  # a packing strategy: rows of whole documents
-    tokenizer: str | None = None  # where the data has no sidecar naming one
-    eod_id: int | None = None
-    reset_position_ids: bool = False
-    eod_mask_loss: bool = False
-    cache_dir: str | None = None
-    schedule: Any = None  # [(step, weights), ...] over the prefixes of data_path (see helpers.loading.schedule)
-    samples_per_step: int = 1  # a schedule's steps in samples: the global batch (of the run that started)
-    global_batch: int | None = None  # this run's, where it differs from samples_per_step (a resume)
+from .settings import LoaderSettings
 
 
 def _digest(content: dict) -> str:
@@ -84,7 +60,7 @@ def _epoch_permutation(seed: int, salt: int, epoch: int, size: int) -> np.ndarra
     return np.random.default_rng([seed, salt, epoch]).permutation(size)
 
 
-def _permuted(sample_ids: np.ndarray, size: int, seed: int, salt: int = 0) -> np.ndarray:
+def permuted(sample_ids: np.ndarray, size: int, seed: int, salt: int = 0) -> np.ndarray:
     """Item of each sample id when epochs of `size` items follow one another, each in its own order."""
     epochs, slots = np.divmod(sample_ids, size)
     out = np.empty_like(sample_ids)
@@ -141,7 +117,7 @@ class MegatronSource(Source):
 
     kind = "megatron"
 
-    def __init__(self, blend: Blend, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+    def __init__(self, blend: Blend, settings: LoaderSettings, config: GPTDatasetConfig, facts: DataFacts):
         self.blend, self.split, self.split_name = blend, settings.split, settings.split_name
         self.config, self.facts = config, facts
         self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
@@ -150,7 +126,7 @@ class MegatronSource(Source):
         self.num_samples = len(self.dataset) if num_samples is None else min(int(num_samples), len(self.dataset))
 
     @staticmethod
-    def _one_pass(blend: Blend, settings: SourceSettings) -> int:
+    def _one_pass(blend: Blend, settings: LoaderSettings) -> int:
         """A weighted blend asked for 'one epoch': as many samples as its datasets hold together."""
         total = 0
         for prefix in blend.prefixes:
@@ -195,7 +171,7 @@ class ScheduledSource(Source):
 
     kind = "megatron"
 
-    def __init__(self, blend: Blend, phases, settings: SourceSettings, config: GPTDatasetConfig, facts: DataFacts):
+    def __init__(self, blend: Blend, phases, settings: LoaderSettings, config: GPTDatasetConfig, facts: DataFacts):
         """`settings.num_samples` None: one epoch of one prefix, or as many samples as a blend's datasets hold."""
         self.split, self.split_name, self.config, self.facts = settings.split, settings.split_name, config, facts
         self.seq_length, self.eod_id, self.vocab_size = config.seq_length, config.eod_id, facts.vocab_size
@@ -215,7 +191,7 @@ class ScheduledSource(Source):
             num_samples = self.orders[0].per_epoch if len(self.orders) == 1 else MegatronSource._one_pass(blend,
                                                                                                          settings)
         self.num_samples = int(num_samples)
-        self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+        self.mix = Mix(blend.prefixes, phases, settings.step_samples, self.num_samples,
                        global_batch=settings.global_batch)
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
@@ -294,7 +270,7 @@ class NpySource(Source):
 
     kind = "npy"
 
-    def __init__(self, path: Path, settings: SourceSettings):
+    def __init__(self, path: Path, settings: LoaderSettings):
         self.path, self.seq_length, self.seed = Path(path), settings.seq_length, settings.seed
         split, split_name, eod_id = settings.split, settings.split_name, settings.eod_id
         self.tokens = np.load(self.path, mmap_mode="r")
@@ -312,7 +288,7 @@ class NpySource(Source):
         self.num_samples = _window_samples(settings.num_samples, self.window_count, f"{self.path} ({split_name} split)")
 
     def windows(self, sample_ids) -> np.ndarray:
-        window = self.first_window + _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
+        window = self.first_window + permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
         return np.asarray(self.tokens[(window * self.seq_length)[:, None] + np.arange(self.seq_length + 1)])
 
     def fingerprint(self) -> str:
@@ -334,7 +310,7 @@ class ShardSource(Source):
 
     kind = "shards"
 
-    def __init__(self, folder: Path, settings: SourceSettings):
+    def __init__(self, folder: Path, settings: LoaderSettings):
         self.folder, self.seq_length, self.seed = Path(folder), settings.seq_length, settings.seed
         split_name, seq_length, eod_id = settings.split_name, settings.seq_length, settings.eod_id
         meta = json.loads((self.folder / METADATA).read_text())
@@ -360,7 +336,7 @@ class ShardSource(Source):
         return {**self.__dict__, "_maps": {}}  # workers map the shards themselves
 
     def windows(self, sample_ids) -> np.ndarray:
-        window = _permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
+        window = permuted(np.asarray(sample_ids, np.int64), self.window_count, self.seed)
         shard = np.searchsorted(self.window_starts, window, side="right") - 1
         start = (window - self.window_starts[shard]) * self.seq_length
         out = np.empty((window.size, self.seq_length + 1), dtype=self.dtype)
@@ -387,7 +363,7 @@ class PackedSource(Source):
 
     kind = "packed"
 
-    def __init__(self, blend: Blend, settings: SourceSettings, pad_id: int, phases=None):
+    def __init__(self, blend: Blend, settings: LoaderSettings, pad_id: int, phases=None):
         """`settings.eod_id` is the data's (its sidecar's where none was given); `phases`: the schedule (a
         weighted blend: one phase), None for prefixes listed without weights."""
         split, split_name, seq_length = settings.split, settings.split_name, settings.seq_length
@@ -420,7 +396,7 @@ class PackedSource(Source):
             weights = phases[0][1]
             self.num_samples = int(num_samples) if num_samples is not None else \
                 max(1, int(min(r / w for r, w in zip(rows, weights) if w > 0)))
-            self.mix = Mix(blend.prefixes, phases, settings.samples_per_step, self.num_samples,
+            self.mix = Mix(blend.prefixes, phases, settings.step_samples, self.num_samples,
                            global_batch=settings.global_batch)
 
     def _row_of(self, sample: int) -> tuple[int, int, int]:
@@ -436,7 +412,7 @@ class PackedSource(Source):
         for sample in np.asarray(sample_ids, np.int64):
             k, number, salt = self._row_of(int(sample))
             plan, data, first = self.plans[k], self.datasets[k], self.first_sequence[k]
-            row = int(_permuted(np.array([number]), plan.rows, self.seed, salt=salt)[0])
+            row = int(permuted(np.array([number]), plan.rows, self.seed, salt=salt)[0])
             rows.append([data.get(first + d, start, length) for d, start, length in plan.segments_of_row(row)])
         return rows_batch(rows, self.seq_length, self.pad_id)
 
@@ -500,11 +476,12 @@ def _one_path(data_path) -> Path | None:
     return None
 
 
-def open_source(settings: SourceSettings) -> Source:
+def open_source(settings: LoaderSettings) -> Source:
     """The source `settings.data_path` names, told apart by what is on disk whatever the container (a path,
     or a one-element list): a `.npy` file, a shard folder with `dataset_metadata.json`, else Megatron
     prefixes (`[prefix]`, `[w1, p1, w2, p2]`, or a string of them). A folder named like a prefix that has
-    its `.idx` (megatron-core puts its index cache there) is the prefix."""
+    its `.idx` (megatron-core puts its index cache there) is the prefix. `settings` as `make_dataloader` hands
+    them: the world size decided (a schedule's steps count its global batch)."""
     data_path = settings.data_path
     if settings.source == "synthetic":
         if settings.schedule is not None:
@@ -540,7 +517,7 @@ def open_source(settings: SourceSettings) -> Source:
                             phases=phases)
     config = GPTDatasetConfig(seq_length=settings.seq_length, seed=settings.seed, eod_id=settings.eod_id,
                               reset_position_ids=settings.reset_position_ids, eod_mask_loss=settings.eod_mask_loss,
-                              cache_dir=settings.cache_dir)
+                              cache_dir=None if settings.cache_dir is None else str(settings.cache_dir))
     if phases is None:
         return MegatronSource(blend, settings, config, facts)
     return ScheduledSource(blend, phases, settings, config=config, facts=facts)
