@@ -35,6 +35,7 @@ _PUBLIC = {
     "build_datasets": "helpers.datasets.blending",
     "pack": "helpers.loading.packing",
     "make_dataloader": "helpers.loading.loader",
+    "LoaderSettings": "helpers.loading.settings",
     "train": "helpers.training.train",
 }
 
