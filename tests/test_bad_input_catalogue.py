@@ -217,7 +217,7 @@ CLEAN = [
     Case("--pii of a kind it does not mask", "clean", clean_args(GOOD, "--pii", "fax"), 2,
          ("--pii fax", "email,ip", "fix:")),
     Case("--ngram without --fuzzy or --decontaminate", "clean", clean_args(GOOD, "--exact", "--ngram", "7"), 2,
-         ("--ngram 7: only --fuzzy or --decontaminate read it", "fix: add --fuzzy or --decontaminate EVAL")),
+         ("--ngram 7: only --decontaminate or --fuzzy read it", "fix: add --decontaminate EVAL or --fuzzy")),
     Case("bad record without --skip-bad-records", "clean", clean_args(GOOD + "[1]\n", "--exact"), 2,
          ("input.jsonl:2", "not an object", "--skip-bad-records")),
 ]

@@ -14,8 +14,8 @@ CLEAN = ["--input", "in.jsonl", "--output-dir", "out", "--no-progress"]
 PREPROCESS = ["--input", "in.jsonl", "--output-prefix", "out/data", "--tokenizer", "bytes", "--no-progress"]
 
 REFUSED = [
-    ("clean", [*CLEAN, "--ngram", "7"], "--ngram 7: only --fuzzy or --decontaminate read it; fix: add --fuzzy or "
-                                        "--decontaminate EVAL, or leave --ngram out"),
+    ("clean", [*CLEAN, "--ngram", "7"], "--ngram 7: only --decontaminate or --fuzzy read it; fix: add "
+                                        "--decontaminate EVAL or --fuzzy, or leave --ngram out"),
     ("clean", [*CLEAN, "--exact", "--threshold", "0.5"], "--threshold 0.5: only --fuzzy reads it; fix: add --fuzzy,"),
     ("clean", [*CLEAN, "--exact", "--num-perm", "64"], "--num-perm 64: only --fuzzy reads it"),
     ("clean", [*CLEAN, "--exact", "--bands", "8", "--rows", "4"], "--bands 8: only --fuzzy reads it"),
