@@ -20,7 +20,8 @@ from transformers import TrainerCallback
 
 from ..common.files import write_text_atomically
 from .live import Auditor
-from .settings import AuditSettings, refuse_unknown
+from ..common.settings import refuse_unknown
+from .settings import AuditSettings
 
 STATE_FILE = "audit_state.json"
 
@@ -31,7 +32,7 @@ class AuditCallback(TrainerCallback):
     unless given, and `labels`, read from each batch."""
 
     def __init__(self, settings: AuditSettings | None = None, *, on_finding: str = "raise", **named):
-        refuse_unknown(named, "AuditCallback", read_here=("labels",))
+        refuse_unknown(named, AuditSettings, "AuditCallback", read_here=("labels",))
         if named.get("vocab_size", 0) is None:
             del named["vocab_size"]  # the model's
         self.settings, self.named, self.on_finding = settings, named, on_finding

@@ -4,9 +4,10 @@ which takes the settings whole or their fields as keywords."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, replace
 
 from ..common.errors import UserError
+from ..common.settings import refuse_unknown
 
 LABELS = ("same", "shifted", None)
 REMEMBER = 1 << 21  # sample digests kept by default: 32 MiB in frozen blocks, plus the newest in a dict
@@ -52,18 +53,9 @@ class AuditSettings:
     def given(cls, settings: AuditSettings | None, named: dict, caller: str) -> AuditSettings:
         """`settings`, with the fields `named` as keywords in their place (`audit(batches, vocab_size=V)`); a keyword
         that names no setting, or no `vocab_size` at all, refused as Python refuses a call to `caller`."""
-        refuse_unknown(named, caller)
+        refuse_unknown(named, cls, caller)
         if settings is None and "vocab_size" not in named:
             raise TypeError(f"{caller}() missing 1 required keyword-only argument: 'vocab_size'")
         if settings is None:
             return cls(**named)
         return replace(settings, **named) if named else settings
-
-
-def refuse_unknown(named: dict, caller: str, read_here: tuple[str, ...] = ()) -> None:
-    """A keyword among `named` that is no field of `AuditSettings`, or one of those `caller` finds out itself
-    (`read_here`), refused as Python refuses it in `caller`."""
-    known = {each.name for each in fields(AuditSettings)} - set(read_here)
-    for name in named:
-        if name not in known:
-            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")

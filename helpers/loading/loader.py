@@ -27,6 +27,7 @@ import torch
 
 from ..common.errors import UserError
 from ..common.headless import message_stream
+from ..common.settings import with_keywords
 from ..datasets.layout import BATCH_KEYS
 from .settings import LoaderSettings
 from .sources import Source, open_source
@@ -231,7 +232,7 @@ def _settings(data_path, settings: LoaderSettings | None, options: dict) -> Load
         settings, data_path = data_path, None
     if data_path is not None:
         options = {**options, "data_path": data_path}
-    return (settings or LoaderSettings()).updated("make_dataloader", options)
+    return with_keywords(settings or LoaderSettings(), options, "make_dataloader")
 
 
 def samples_for_transformers(loader: TokenBatches, keys=("input_ids", "labels", "position_ids")):

@@ -6,7 +6,7 @@ the source that cuts the data into samples (`helpers.loading.sources`) and the i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..common.paths import CACHE_DIR
@@ -49,13 +49,3 @@ class LoaderSettings:
         """Samples a schedule's step counts: `samples_per_step`, else this run's global batch."""
         return self.samples_per_step or self.global_batch
 
-    def updated(self, caller: str, options: dict) -> LoaderSettings:
-        """These settings with `options` in place of their fields; a name that is no field is refused as Python
-        refuses an unknown keyword of `caller`."""
-        for name in options:
-            if name not in SETTING_NAMES:
-                raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
-        return replace(self, **options)
-
-
-SETTING_NAMES = frozenset(field.name for field in fields(LoaderSettings))

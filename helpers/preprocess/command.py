@@ -24,6 +24,7 @@ from ..common.errors import UserError
 from ..common.files import remove_stale_temporaries, temporary_name
 from ..common.headless import message_stream
 from ..common.progress import progress_bar
+from ..common.settings import with_keywords
 from ..corpus.inputs import open_input
 from ..corpus.jsonl import check_json_keys
 from ..datasets.indexed import IndexedDataset
@@ -51,7 +52,7 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     run as `settings` says (its defaults when None); `json_keys` and `options`, any of its fields by keyword
     (`append_eod=True`), are put in over it."""
     given = {} if json_keys is None else {"json_keys": json_keys}
-    settings = (settings or PreprocessSettings()).with_options({**given, **options})
+    settings = with_keywords(settings or PreprocessSettings(), {**given, **options}, "preprocess")
     input_path = Path(input_path)
     json_keys = check_json_keys(settings.json_keys)
     check_engine_flags(settings.engine, settings.workers, settings.ray_address, ("--partitions", settings.partitions))

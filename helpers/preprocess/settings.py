@@ -3,7 +3,7 @@ with its name, default and meaning written once (see docs/preprocessing.md for t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,15 +23,6 @@ class PreprocessSettings:
     encoder: str = "auto"  # "auto", "fast" (fastokens) or "reference": the same bytes either way
     one_run: bool = False  # this process preprocesses this input only (the command line): "auto" weighs reading
     # fastokens' vocabulary against the input's size; a script that goes on to more files reads it once for all
-
-    def with_options(self, options: dict) -> PreprocessSettings:
-        """These settings with `options` (field names and values) put in; an unknown name is a TypeError, as
-        for any keyword a function does not take."""
-        known = {field.name for field in fields(self)}
-        for name in options:
-            if name not in known:
-                raise TypeError(f"preprocess() got an unexpected keyword argument '{name}'")
-        return replace(self, **options)
 
     @classmethod
     def from_flags(cls, flags) -> PreprocessSettings:
