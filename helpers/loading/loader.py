@@ -48,7 +48,8 @@ if not log.handlers:  # say where the data comes from even when the application 
     _handler = _WhereTheUserLooks()
     _handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     log.addHandler(_handler)
-    log.setLevel(logging.INFO)
+    if log.level == logging.NOTSET:  # a level set before this import (a notebook kernel's) stays
+        log.setLevel(logging.INFO)
     log.propagate = False
 
 STATE_VERSION = 3  # 3: a mix keeps its schedule's steps in samples
@@ -111,6 +112,11 @@ class TokenBatches:
     @property
     def fingerprint(self) -> str:
         return self.source.fingerprint()
+
+    def describe(self) -> str:
+        """Where the batches come from, in the words of the line `make_dataloader` logs: `real data: ...` or
+        `SYNTHETIC DATA: ...`."""
+        return self.source.describe()
 
     def batch_at(self, step: int) -> dict[str, torch.Tensor]:
         """This rank's batch at `step`, computed directly (no iteration, no workers)."""

@@ -151,9 +151,11 @@ class MegatronSource(Source):
                         "options": [self.config.reset_position_ids, self.config.eod_mask_loss]})
 
     def describe(self) -> str:
-        weights = self.blend.weights or ["by size"] * len(self.blend.prefixes)
-        parts = ", ".join(f"{w if isinstance(w, str) else round(w, 3)} x {Path(p).name}"
-                          for w, p in zip(weights, self.blend.prefixes))
+        names = [Path(p).name for p in self.blend.prefixes]
+        if self.blend.weights:
+            parts = ", ".join(f"{round(w, 3)} x {name}" for w, name in zip(self.blend.weights, names))
+        else:  # every sample once: one prefix whole, several blended by their sizes
+            parts = names[0] if len(names) == 1 else f"{', '.join(names)} (blended by size)"
         opened = [IndexedDataset(p) for p in self.blend.prefixes]
         documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {parts} ({documents:,} documents, {tokens:,} tokens"
@@ -240,7 +242,7 @@ def describe_mix(mix: Mix) -> str:
         return ", ".join(f"{round(w, 3)} x {name}" for w, name in zip(ws, names))
 
     if len(names) == 1:
-        return f"by size x {names[0]}"  # all of it
+        return names[0]  # all of it
     if len(mix.phases) == 1:
         return weights(mix.phases[0][1])
     if mix.samples_per_step == mix.global_batch:

@@ -10,6 +10,7 @@ that the value can be stored.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import shutil
@@ -38,6 +39,22 @@ def name_the_cpu_for_deepspeed() -> None:
 
 
 name_the_cpu_for_deepspeed()
+
+
+def leave_the_loaders_news_to_the_lesson() -> None:
+    """In a notebook kernel, the loader's `real data: ...` line stays unlogged: a lesson prints `loader.describe()`
+    where it teaches where batches come from, and a committed output holds no logger lines. Its warnings
+    (`SYNTHETIC DATA`, a tokenizer that does not match) still show, as a plain line without the logger's name.
+    A script's logging is left as it was."""
+    if "ipykernel" in sys.modules:
+        from helpers.loading.loader import log
+
+        log.setLevel(logging.WARNING)
+        for handler in log.handlers:
+            handler.setFormatter(logging.Formatter("%(message)s"))
+
+
+leave_the_loaders_news_to_the_lesson()
 
 
 def _torch_version_tuple(version: str) -> tuple[int, int]:
