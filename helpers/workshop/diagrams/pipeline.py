@@ -1,5 +1,7 @@
 """The pipeline from raw text to the batches a model trains on, as one strip of boxes: each notebook opens with
-it, its own stage highlighted, so a learner always sees where the lesson sits."""
+it, its own stage highlighted, so a learner always sees where the lesson sits. Cleaning is drawn dashed with an
+arrow around it: in a real pipeline it runs before tokenizing, but notebooks 01-06 tokenize the raw corpus and
+07 cleans it afterwards."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
 # (stage, what comes out of it, the notebook that teaches it), in the order data flows
+SKIPPED = "clean"  # the stage notebooks 01-06 go around
 STAGES = (
     ("raw text", "JSONL documents", "00"),
     ("clean", "kept documents", "07"),
@@ -33,7 +36,8 @@ def pipeline(*highlighted: str, title: str | None = None):
         on = name in highlighted
         ax.add_patch(FancyBboxPatch((x, 0), width, 1, boxstyle="round,pad=0.02,rounding_size=0.08",
                                     facecolor="tab:orange" if on else "whitesmoke",
-                                    edgecolor="black" if on else "grey", linewidth=1.6 if on else 0.8))
+                                    edgecolor="black" if on else "grey", linewidth=1.6 if on else 0.8,
+                                    linestyle="--" if name == SKIPPED else "-"))
         ax.text(x + width / 2, 0.66, name, ha="center", va="center", fontsize=9,
                 fontweight="bold" if on else "normal")
         ax.text(x + width / 2, 0.3, output, ha="center", va="center", fontsize=6.5, wrap=True)
@@ -41,9 +45,20 @@ def pipeline(*highlighted: str, title: str | None = None):
         if k < len(STAGES) - 1:
             ax.annotate("", xy=(x + width + gap - 0.02, 0.5), xytext=(x + width + 0.02, 0.5),
                         arrowprops={"arrowstyle": "->", "color": "grey"})
+    _around_the_skipped_stage(ax, width + gap)
     ax.set_xlim(-0.1, len(STAGES) * (width + gap))
-    ax.set_ylim(-0.4, 1.1)
+    ax.set_ylim(-0.4, 1.7)
     ax.axis("off")
     ax.set_title(title or f"Where this notebook sits: {', '.join(highlighted)}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _around_the_skipped_stage(ax, step: float) -> None:
+    """An arc from the stage before the skipped one to the stage after it, saying who takes that way."""
+    k = [name for name, _, _ in STAGES].index(SKIPPED)
+    start, end = (k - 1) * step + 0.5, (k + 1) * step + 0.5
+    ax.annotate("", xy=(end, 1.02), xytext=(start, 1.02),
+                arrowprops={"arrowstyle": "->", "color": "dimgray", "connectionstyle": "arc3,rad=-0.12"})
+    ax.text((start + end) / 2, 1.58, "notebooks 01-06 tokenize the raw text", ha="center", va="center",
+            fontsize=6.5, color="dimgray")
