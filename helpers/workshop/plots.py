@@ -120,25 +120,6 @@ def blend_strip(dataset_index: np.ndarray, names: Sequence[str], title: str):
     return fig
 
 
-def shares_over_steps(cumulative: np.ndarray, per_step: np.ndarray, names: Sequence[str], targets: Sequence[float],
-                      title: str):
-    """Cumulative share of each source converging to its target; per-step shares as faint points."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    steps = np.arange(1, cumulative.shape[0] + 1)
-    for k, name in enumerate(names):
-        colour = plt.get_cmap("tab10")(k)
-        ax.scatter(steps, per_step[:, k], s=4, alpha=0.25, color=colour)
-        ax.plot(steps, cumulative[:, k], color=colour, label=f"{name} (target {targets[k]:.2f})")
-        ax.axhline(targets[k], color=colour, linestyle=":", linewidth=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("training step (log scale)")
-    ax.set_ylabel("share of tokens")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    return fig
-
-
 def attention_masks(with_documents: np.ndarray, without: np.ndarray, title: str):
     """Two masks side by side: plain causal, and causal within documents."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
