@@ -37,7 +37,17 @@ def test_version_report_names_the_packages():
     report = env.version_report()
     assert report["torch"] == torch.__version__
     assert report["numpy"] == np.__version__
-    assert {"python", "platform", "cpu_count", "transformers", "tiktoken"} <= set(report)
+    assert {"python", "transformers", "tiktoken", "megatron-core"} <= set(report)
+
+
+def test_the_printed_report_is_one_line_and_names_a_missing_package(monkeypatch, capsys):
+    env.print_version_report()
+    printed = capsys.readouterr().out
+    assert printed.startswith("python ") and f"torch {torch.__version__};" in printed and printed.count("\n") == 1
+    real_version = env.package_version
+    monkeypatch.setattr(env, "package_version", lambda name: None if name == "tiktoken" else real_version(name))
+    assert env.print_version_report()["tiktoken"] is None
+    assert "NOT INSTALLED: tiktoken (fix: make workshop)" in capsys.readouterr().out
 
 
 def test_metric_line_converts_numbers_and_rejects_what_json_cannot_hold():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 import shutil
 import sys
 from importlib import metadata
@@ -24,9 +23,9 @@ METRICS_FILE_ENV = "HELPERS_METRICS_FILE"  # set by helpers.runs for the kernel 
 # MPS gave wrong results for common training ops on older torch releases; trust it from here on.
 MPS_MIN_TORCH = (2, 3)
 
+# What the notebooks import besides torch: the version report names any that is missing.
 REPORTED_PACKAGES = (
-    "torch", "numpy", "transformers", "tokenizers", "tiktoken", "sentencepiece",
-    "matplotlib", "papermill", "megatron-core",
+    "numpy", "transformers", "tokenizers", "tiktoken", "sentencepiece", "matplotlib", "megatron-core",
 )
 
 
@@ -90,23 +89,22 @@ def package_version(name: str) -> str | None:
 
 
 def version_report() -> dict[str, Any]:
-    """Python, platform, CPU count and the versions of the packages the workshop relies on."""
-    report: dict[str, Any] = {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-    }
+    """Python's and torch's versions, then those of the other packages the notebooks import (None: not installed)."""
+    report: dict[str, Any] = {"python": sys.version.split()[0], "torch": package_version("torch")}
     for name in REPORTED_PACKAGES:
-        report[name] = package_version(name) or "not installed"
+        report[name] = package_version(name)
     return report
 
 
 def print_version_report() -> dict[str, Any]:
-    """Print the version report as an aligned table and return it."""
+    """Print what a learner's numbers depend on: Python's and torch's versions, and whether the other packages
+    the notebooks import are installed (a missing one named, with the fix). Return the whole report."""
     report = version_report()
-    width = max(len(k) for k in report)
-    for key, value in report.items():
-        print(f"{key:<{width}}  {value}")
+    missing = [name for name, version in report.items() if version is None]
+    others = len(report) - 2
+    print(f"python {report['python']}, torch {report['torch'] or 'NOT INSTALLED'}; " + (
+        f"NOT INSTALLED: {', '.join(missing)} (fix: make workshop)" if missing
+        else f"the {others} other packages the notebooks import are installed"))
     return report
 
 
