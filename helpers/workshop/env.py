@@ -53,9 +53,6 @@ def leave_the_loaders_news_to_the_lesson() -> None:
             handler.setFormatter(logging.Formatter("%(message)s"))
 
 
-leave_the_loaders_news_to_the_lesson()
-
-
 def _torch_version_tuple(version: str) -> tuple[int, int]:
     major, minor = version.split("+")[0].split(".")[:2]
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
