@@ -351,7 +351,8 @@ def similarity_by_ngram(ngrams: Sequence[int], similarities: Mapping[str, Sequen
 
 def rank_frequency(counts: Mapping[str, np.ndarray], title: str, ax=None):
     """Each token id's share of the tokens against its rank, most frequent first, log-log: real text falls
-    along a line (Zipf's law), ids drawn uniformly stay flat (every id about as frequent as any other)."""
+    along a line (Zipf's law: a few ids are very frequent); ids drawn uniformly have no such head, and in a sample
+smaller than V their curve steps down where ids seen 3, 2, then 1 times end."""
     ax = _axes(ax, (8, 4.5))
     for (label, values), style in zip(counts.items(), ("-", "--", "-", "--", ":", "-.")):
         ordered = np.sort(np.asarray(values)[np.asarray(values) > 0])[::-1]
