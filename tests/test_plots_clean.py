@@ -24,26 +24,6 @@ def ax():
     return plt.subplots()[1]
 
 
-def test_removed_shares_draws_one_bar_per_nonzero_step_with_its_percentage(ax):
-    shares = {"literature": {"exact": 0.0, "lines": 0.0},
-              "docs": {"exact": 0.0013, "lines": 0.0},
-              "code": {"exact": 0.00002, "lines": 0.0004}}
-    figure = plots.removed_shares(shares, "removed per step", ax=ax)
-    assert figure is ax.figure and ax.get_title() == "removed per step"
-    assert ax.get_yscale() == "log" and "bytes removed" in ax.get_ylabel()
-    heights = sorted(patch.get_height() for patch in ax.patches)
-    assert heights == pytest.approx([0.00002, 0.0004, 0.0013])  # a step that removed nothing has no bar
-    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["literature", "docs", "code"]
-    labels = {text.get_text() for text in ax.texts}
-    assert {"0.13%", "0.04%", "0.002%"} <= labels
-    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["exact", "lines"]
-
-
-def test_removed_shares_with_nothing_removed_still_draws(ax):
-    plots.removed_shares({"literature": {"exact": 0.0}}, "nothing", ax=ax)
-    assert not ax.patches and [t.get_text() for t in ax.get_legend().get_texts()] == ["exact"]
-
-
 def test_lsh_s_curve_draws_each_setting_and_marks_the_threshold(ax):
     settings = {"ours": (9, 13), "datatrove": (14, 8)}
     plots.lsh_s_curve(0.8, settings, "S-curve", ax=ax)
@@ -94,11 +74,10 @@ def test_similarity_by_ngram_draws_one_line_per_preparation_and_the_threshold(ax
 
 
 def test_each_figure_makes_its_own_axes_when_none_is_given():
-    figures = [plots.removed_shares({"docs": {"exact": 0.1}}, "t"),
-               plots.lsh_s_curve(0.5, {"x": (4, 4)}, "t"),
+    figures = [plots.lsh_s_curve(0.5, {"x": (4, 4)}, "t"),
                plots.estimate_vs_exact([0.5], {"x": [0.5]}, 64, "t"),
                plots.similarity_by_ngram([1], {"x": [0.5]}, 0.8, "t")]
-    assert all(len(figure.axes) == 1 for figure in figures) and len({id(f) for f in figures}) == 4
+    assert all(len(figure.axes) == 1 for figure in figures) and len({id(f) for f in figures}) == 3
 
 
 def test_length_histograms_count_every_document_the_longest_included():

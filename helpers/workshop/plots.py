@@ -210,33 +210,6 @@ def _axes(ax, figsize):
     return ax
 
 
-def removed_shares(shares: Mapping[str, Mapping[str, float]], title: str, ax=None):
-    """Share of each domain's bytes that each cleaning step removed: bars grouped by domain, one colour per
-    step, each labelled, on a log axis (shares span orders of magnitude); a step that removed nothing has no bar."""
-    ax = _axes(ax, (8, 4))
-    domains = list(shares)
-    steps = list(next(iter(shares.values())))
-    width = 0.8 / len(steps)
-    positive = [v for d in domains for v in shares[d].values() if v > 0]
-    for i, step in enumerate(steps):
-        values = np.array([shares[d][step] for d in domains], dtype=float)
-        x = np.arange(len(domains)) + (i - (len(steps) - 1) / 2) * width
-        shown = values > 0
-        drawn = ax.bar(x[shown], values[shown], width, color=plt.get_cmap("tab10")(i))
-        ax.bar_label(drawn, labels=[f"{v:.2g}%" for v in values[shown] * 100], fontsize=7, padding=2)
-    ax.set_yscale("log")
-    ax.set_ylim(min(positive, default=1e-5) / 3, max(positive, default=1e-3) * 8)
-    ax.set_xlim(-0.5, len(domains) - 0.5)
-    ax.set_xticks(np.arange(len(domains)), domains)
-    ax.set_ylabel("share of the domain's bytes removed (log scale)")
-    ax.set_title(title)
-    ax.text(0.01, 0.98, "no bar: the step removed nothing", transform=ax.transAxes, va="top", fontsize=8, color="grey")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=plt.get_cmap("tab10")(i)) for i in range(len(steps))]
-    ax.legend(handles, steps, title="step", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.figure.tight_layout()
-    return ax.figure
-
-
 def lsh_s_curve(threshold: float, settings: Mapping[str, tuple[int, int]], title: str, ax=None):
     """Chance that two documents of a given Jaccard similarity become LSH candidates, 1 - (1 - s^r)^b, for
     each (bands, rows) setting, with the threshold marked."""
