@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from helpers.loading.loader import make_dataloader
-from helpers.workshop import env  # noqa: F401  in a notebook kernel: the loader's real-data line left unlogged
 
 # (global batch size, rank, world size): the cases the check tries
 CASES = ((8, 1, 4), (8, 0, 2), (12, 2, 3))
