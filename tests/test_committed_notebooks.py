@@ -56,3 +56,17 @@ def test_no_path_of_the_machine_that_ran_it(path):
     found = [(index, MACHINE_PATH.search(output_text(output)).group(0)) for index, cell in code_cells(path)
              for output in cell.outputs if MACHINE_PATH.search(output_text(output))]
     assert not found, f"{path.name}: absolute paths in outputs of cells {found}"
+
+
+LOGGER_LINE = re.compile(r"^(helpers(\.\w+){2,}|megatron(\.\w+)+|\[?(INFO|WARNING|DEBUG)\]?)[: ]", re.M)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "results" not in p.parts],
+                         ids=lambda p: str(p.relative_to(NOTEBOOK_DIR)))
+def test_no_logger_line(path):
+    """A logger's line (`helpers.loading.loader: ...`, `INFO: ...`) is a log, not a lesson: a notebook prints what
+    the reader needs in its own words (`loader.describe()` for where the batches come from). `results/` holds
+    records of runs on a GPU, kept as they printed."""
+    found = [(index, LOGGER_LINE.search(output_text(output)).group(0)) for index, cell in code_cells(path)
+             for output in cell.outputs if LOGGER_LINE.search(output_text(output))]
+    assert not found, f"{path.name}: logger lines in outputs of cells {found}"
