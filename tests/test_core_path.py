@@ -1,7 +1,8 @@
 """The workshop's core path fits a 90-minute room, and a learner who skips every deep dive can still run it.
 
 The core path is every cell of `notebooks/NN_*.ipynb` not tagged `optional`; deep dives are `optional` cells under
-a heading that says "Deep dive", collapsed in JupyterLab. Each lesson has a `your-turn` cell the learner writes.
+a heading that says "Deep dive", and the exercises for after the workshop an `optional` section at the end, both
+collapsed in JupyterLab. Each lesson has a `your-turn` cell the learner writes in the room.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import pytest
 from helpers.common.paths import NOTEBOOK_DIR
 
 LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
-CORE_WORDS = 7_000  # markdown words in core cells, all lessons together: about 40 minutes of reading at 175 a minute
+CORE_WORDS = 9_500  # prose and printed output of core cells, all lessons: under 53 minutes at 180 words a minute
+READING_SPEED = 180  # words a minute
+AGENDA_ROW = re.compile(r"^\| (\d+)–(\d+) \| (\d\d) ", re.M)
 
 
 def cells(path):
@@ -26,25 +29,55 @@ def optional(cell) -> bool:
     return "optional" in cell.metadata.get("tags", [])
 
 
+def printed_words(cell) -> int:
+    """Words a reader reads in a code cell's output: printed text and plain-text results (not figures)."""
+    words = 0
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            words += len(output.text.split())
+        elif output.output_type in ("execute_result", "display_data") and "image/png" not in output.get("data", {}):
+            words += len(output.get("data", {}).get("text/plain", "").split())
+    return words
+
+
 def core_words(path) -> int:
-    return sum(len(cell.source.split()) for cell in cells(path) if cell.cell_type == "markdown" and not optional(cell))
+    """Prose (markdown) and printed output of the cells not tagged `optional`."""
+    return sum(len(cell.source.split()) if cell.cell_type == "markdown" else printed_words(cell)
+               for cell in cells(path) if not optional(cell))
 
 
-def test_the_core_path_is_at_most_seven_thousand_words():
+def test_the_core_path_reads_in_at_most_nine_thousand_five_hundred_words():
     words = {path.name[:2]: core_words(path) for path in LESSONS}
     assert sum(words.values()) <= CORE_WORDS, f"core words per notebook: {words}, {sum(words.values()):,} in all"
+
+
+def test_the_readme_agenda_runs_every_lesson_in_order_in_ninety_minutes_each_long_enough_to_read():
+    """The 90-minute table: slots back to back from 0 to 90, the lessons in numbered order, and each slot at least
+    its core words at 180 a minute plus two minutes (compute and the exercise take the rest)."""
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
+    core_table = readme.split("**90 minutes: the core path.**")[1].split("**Half a day")[0]
+    slots = [(int(start), int(end), number) for start, end, number in AGENDA_ROW.findall(core_table)]
+    assert [number for _, _, number in slots] == [path.name[:2] for path in LESSONS]
+    assert slots[0][0] == 0 and slots[-1][1] == 90
+    assert all(end == next_start for (_, end, _), (next_start, _, _) in zip(slots, slots[1:])), slots
+    short = {number: (end - start, round(core_words(path) / READING_SPEED + 2, 1))
+             for (start, end, number), path in zip(slots, LESSONS)
+             if end - start < core_words(path) / READING_SPEED + 2}
+    assert not short, f"agenda minutes against reading minutes + 2: {short}"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name[:2])
 def test_every_deep_dive_is_optional_from_its_heading_to_the_next_core_heading(path):
     """A deep dive opens with an optional `## Deep dive: ...` heading (collapsed in JupyterLab), and every cell up to
-    the next heading of its level is optional too; no optional cell stands alone in the core path."""
+    the next heading of its level is optional too; no optional cell stands alone in the core path. The exercises
+    for after the workshop (`## Exercises, ...`, at the end) are a collapsed optional section the same way."""
     inside, level, wrong = False, 0, []
     for index, cell in enumerate(cells(path)):
         heading = re.match(r"(#+) ", cell.source) if cell.cell_type == "markdown" else None
         if heading and inside and len(heading.group(1)) <= level:
             inside = False
-        if heading and "deep dive" in cell.source.splitlines()[0].lower():
+        first_line = cell.source.splitlines()[0].lower() if heading else ""
+        if heading and ("deep dive" in first_line or first_line.startswith("## exercises")):
             inside, level = True, len(heading.group(1))
             if not cell.metadata.get("jp-MarkdownHeadingCollapsed"):
                 wrong.append((index, "deep-dive heading not collapsed"))
