@@ -62,7 +62,7 @@ def draw_rows(lengths: np.ndarray, capacity: int, strategies: Sequence[str] = CO
         ax.set_ylim(len(picked) - 0.5, -0.5)
         ax.set_xlim(0, capacity)
         padding = plan_metrics(plan)["padding_fraction"]
-        ax.set_title(f"{name}: {plan.rows:,} rows, {padding:.1%} padding", fontsize=9, loc="left")
+        ax.set_title(f"{name}: {plan.rows:,} rows, {padding:.2%} padding", fontsize=9, loc="left")
     axes[-1, 0].set_xlabel(f"token position in a row of {capacity:,} (one bar per document, black borders between them, white = padding)")
     fig.suptitle(f"Rows spread from first to last, {len(lengths):,} documents packed at capacity {capacity:,}")
     fig.tight_layout()
