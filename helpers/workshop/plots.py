@@ -330,7 +330,7 @@ smaller than V their curve steps down where ids seen 3, 2, then 1 times end."""
     for (label, values), style in zip(counts.items(), ("-", "--", "-", "--", ":", "-.")):
         ordered = np.sort(np.asarray(values)[np.asarray(values) > 0])[::-1]
         ax.loglog(np.arange(1, len(ordered) + 1), ordered / ordered.sum(), style, label=label)
-    ax.set_xlabel("rank of the token id (most frequent first)")
+    ax.set_xlabel("the id's frequency rank (1 = most frequent)")
     ax.set_ylabel("share of all tokens")
     ax.set_title(title)
     ax.legend(fontsize=8)
