@@ -127,3 +127,18 @@ def test_every_lesson_has_a_your_turn_cell_followed_by_its_check(path):
         assert notebook[index].cell_type == "code" and not optional(notebook[index]), f"{path.name}: cell {index}"
         following = [c.source for c in notebook[index + 1:index + 4] if c.cell_type == "code"]
         assert any("check(" in source for source in following), f"{path.name}: no check after your-turn cell {index}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name[:2])
+def test_no_core_cell_is_mostly_metric_records(path):
+    """`record(...)` keeps a metric for a headless run out of the reader's view; a cell the reader runs does
+    something they read, and its records ride along (at most a third of its lines)."""
+    heavy = []
+    for index, cell in enumerate(cells(path)):
+        if cell.cell_type != "code" or optional(cell):
+            continue
+        lines = [line.strip() for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
+        records = [line for line in lines if line.startswith("record(")]
+        if records and 3 * len(records) > len(lines):
+            heavy.append((index, f"{len(records)} of {len(lines)} lines"))
+    assert not heavy, f"{path.name}: core cells mostly record(...): {heavy}"
