@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.audit.statistics import row_windows, window_pairs
+from ...audit.statistics import row_windows, window_pairs
 
 
 def batch_windows(input_ids) -> np.ndarray:

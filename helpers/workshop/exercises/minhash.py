@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from helpers.clean.text.shingles import shingle_set
+from ...clean.text.shingles import shingle_set
 
 
 def shingles(text: str, n: int = 5) -> np.ndarray:

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ...corpus.build import DOMAINS
 from ...datasets.indexed import IndexedDataset
 from ...loading.packing import pack
 from ...preprocess import output_prefix
-
-DOMAINS = ("literature", "docs", "code")
 
 
 def corpus_lengths(dataset_dir: str | Path, seed: int) -> np.ndarray:

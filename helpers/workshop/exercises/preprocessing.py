@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from helpers.datasets.indexed import IndexedDataset
+from ...datasets.indexed import IndexedDataset
 
 
 def first_documents(jsonl_path: str | os.PathLike, prefix: str | os.PathLike, count: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from helpers.loading.loader import make_dataloader
+from ...loading.loader import make_dataloader
 
 # (global batch size, rank, world size): the cases the check tries
 CASES = ((8, 1, 4), (8, 0, 2), (12, 2, 3))
