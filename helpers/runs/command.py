@@ -2,6 +2,7 @@
 
     python -m helpers.runs notebooks/05_packing_visualization.ipynb --grid notebooks/grids/05_capacity.yaml --out runs/capacity
     python -m helpers.runs notebooks/0*.ipynb --out runs/workshop          # every notebook once, in order
+    python -m helpers.runs fit-mix runs/swarm/summary.json --target docs   # a mixing law fitted to a grid's runs
 
 A grid file (YAML or JSON) maps each notebook parameter to a list of values, and every combination of those
 lists is one run; `sets:` adds explicit runs, `jobs:` caps the runs at once and `plot:` names the metrics to
@@ -11,7 +12,8 @@ every executed copy is kept with its metrics under `OUT/` (a parameter named `ru
 own folder). A failing cell stops its notebook, not the others; `OUT/summary.json`, `OUT/summary.md` and
 `OUT/figures/` (`helpers.runs.report`) sum the runs up, and the exit status is 1 when any notebook failed.
 Stopped (Ctrl-C, SIGTERM), it stops every run, summarises the notebooks that ended, and exits 130 or 143.
-The grid file's keys, where each run's files go and how the cores are shared: docs/runs.md.
+The grid file's keys, where each run's files go and how the cores are shared: docs/runs.md. `fit-mix` fits a
+mixing law to a swarm of such runs, each on another mixture of domains, and proposes one (`helpers.runs.fit_mix`).
 """
 
 from __future__ import annotations
@@ -429,6 +431,11 @@ def run_all(notebooks: list[Path], out: Path, combinations: list[dict[str, Any]]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["fit-mix"]:
+        from .fit_mix import main as fit_mix_main
+
+        return fit_mix_main(argv[1:])
     parser = CommandParser(prog="python -m helpers.runs",
                                      description="Run notebooks headless with papermill, over a grid of parameters.")
     parser.add_argument("notebooks", nargs="*", type=Path)

@@ -28,6 +28,14 @@ def epoch_caps(available_tokens: np.ndarray, run_tokens: float, max_epochs: floa
     return np.minimum(1.0, np.asarray(available_tokens, dtype=float) * max_epochs / run_tokens)
 
 
+def check_caps(caps: np.ndarray, domains: tuple[str, ...]) -> None:
+    """Refuse caps that leave no mixture: shares at most the caps cannot sum to 1 when the caps sum below 1."""
+    if caps.sum() < 1.0 - FEASIBLE:
+        limits = ", ".join(f"{name} <= {cap:.3g}" for name, cap in zip(domains, caps))
+        raise UserError(f"the limits leave no mixture: the caps ({limits}) sum to {caps.sum():.3g}, below 1; "
+                        "fix: raise --max-epochs or lower --run-tokens")
+
+
 def _within(x: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """`x` clipped into [0, caps] and onto sum 1, moving the rounding to the domains with room left."""
     x = np.clip(x, 0.0, caps)
@@ -59,10 +67,7 @@ def propose_mix(law: MixingLaw, target: Mapping[str, float], *, caps: np.ndarray
 
     d = len(law.domains)
     caps = np.ones(d) if caps is None else np.minimum(1.0, np.asarray(caps, dtype=float))
-    if caps.sum() < 1.0 - FEASIBLE:
-        limits = ", ".join(f"{name} <= {cap:.3g}" for name, cap in zip(law.domains, caps))
-        raise UserError(f"the limits leave no mixture: the caps ({limits}) sum to {caps.sum():.3g}, below 1; "
-                        "fix: raise --max-epochs or lower --run-tokens")
+    check_caps(caps, law.domains)
     prior = np.full(d, 1.0 / d) if prior is None else np.maximum(np.asarray(prior, dtype=float), TINY)
     prior = prior / prior.sum()
     objective = _objective(law, target, prior, kl_reg)

@@ -10,6 +10,7 @@ swarm run here be fitted with Olmix too, and reading them fits a swarm run elsew
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -90,7 +91,8 @@ def read_olmix_csvs(ratios: str | Path, metrics: str | Path,
         raise UserError(f"{ratios}: no domain column; fix: add a column of shares per domain")
     shares = _numbers(shares_frame, domains, ratios)
     sums = np.nansum(shares, axis=1)
-    wrong = np.flatnonzero(np.isnan(shares).any(axis=1) | (shares < 0).any(axis=1) | (np.abs(sums - 1.0) > SUM_TOLERANCE))
+    off = np.isnan(shares).any(axis=1) | (shares < 0).any(axis=1) | (np.abs(sums - 1.0) > SUM_TOLERANCE)
+    wrong = np.flatnonzero(off)
     if len(wrong):
         row = int(wrong[0])
         raise UserError(f"{ratios}: the shares of run {shares_frame[ratio_id].iloc[row]} sum to {sums[row]:.4g}, "
@@ -107,5 +109,6 @@ def read_olmix_csvs(ratios: str | Path, metrics: str | Path,
         values = _numbers(by_run.loc[runs].reset_index(), measured, metrics)
         for j, domain in enumerate(measured):
             losses[:, domains.index(domain)] = values[:, j]
-    return swarm_from_runs(domains, shares[common], losses, available_tokens=available_tokens, runs=runs,
-                           source=str(metrics))
+    swarm = swarm_from_runs(domains, shares[common], losses, available_tokens=available_tokens, runs=runs,
+                            source=str(metrics))
+    return replace(swarm, tokens_per_run=None)  # shares, not token counts: the files do not say how long a run was

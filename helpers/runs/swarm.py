@@ -79,8 +79,11 @@ def _table(rows: Any, domains: Sequence[str], what: str, *, complete: bool) -> n
                     raise UserError(f"{what} of run {number}: no value for {', '.join(missing)}; fix: give one "
                                     f"for every domain ({', '.join(domains)})")
         rows = [[row.get(d, math.nan) for d in domains] for row in rows]
-    table = np.asarray(rows, dtype=float).reshape(len(rows), len(domains))
-    return table
+    try:
+        return np.asarray(rows, dtype=float).reshape(len(rows), len(domains))
+    except (TypeError, ValueError):
+        raise UserError(f"{what}: not one number per run and domain ({', '.join(domains)}); fix: record numbers, "
+                        "e.g. record('tokens.docs', 12345)") from None
 
 
 def swarm_from_runs(domains: Sequence[str], tokens: Any, losses: Any, available_tokens: Any = None,
@@ -89,7 +92,7 @@ def swarm_from_runs(domains: Sequence[str], tokens: Any, losses: Any, available_
     """A Swarm from runs made in this process: `tokens` and `losses` are one {domain: value} mapping per run
     (or runs x domains arrays), `available_tokens` a {domain: count} mapping or an array, `runs` labels."""
     domains = tuple(domains)
-    counts = _table(tokens, domains, "tokens", complete=True)
+    counts = _table(tokens, domains, f"{source}: tokens", complete=True)
     totals = counts.sum(axis=1)
     if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(totals <= 0):
         first = int(np.flatnonzero(~np.isfinite(totals) | (totals <= 0) | np.any(counts < 0, axis=1))[0])
@@ -97,10 +100,14 @@ def swarm_from_runs(domains: Sequence[str], tokens: Any, losses: Any, available_
         raise UserError(f"{source}: run {label} read {counts[first].tolist()} tokens of {', '.join(domains)}; fix: "
                         "record tokens.<domain> as the counts the loader read (none negative, not all zero)")
     if isinstance(available_tokens, Mapping):
-        available_tokens = _table([available_tokens], domains, "available tokens", complete=True)[0]
+        missing = [d for d in domains if d not in available_tokens]
+        if missing:
+            raise UserError(f"{source}: the available tokens give no count for {', '.join(missing)}; fix: give one "
+                            f"for every domain ({', '.join(domains)})")
+        available_tokens = _table([available_tokens], domains, f"{source}: available tokens", complete=True)[0]
     labels = tuple(str(r) for r in runs) if runs is not None else tuple(str(i) for i in range(1, len(counts) + 1))
     return Swarm(domains=domains, runs=labels, shares=counts / totals[:, None],
-                 losses=_table(losses, domains, "losses", complete=False),
+                 losses=_table(losses, domains, f"{source}: losses", complete=False),
                  available_tokens=None if available_tokens is None else np.asarray(available_tokens, dtype=float),
                  tokens_per_run=int(np.median(totals)) if len(totals) else None, source=source,
                  skipped=tuple(str(s) for s in skipped))
@@ -142,6 +149,10 @@ def read_swarm(summary_path: str | Path, skip_failed: bool = False) -> Swarm:
     path = Path(summary_path)
     entries = _summary_entries(path)
     labels = [_run_label(e, i) for i, e in enumerate(entries)]
+    twice = next((label for i, label in enumerate(labels) if label in labels[:i]), None)
+    if twice is not None:
+        raise UserError(f"{path}: run {twice} ran several notebooks; fix: give fit-mix the summary of a grid over "
+                        "the swarm's one notebook")
     failed = [i for i, e in enumerate(entries) if e.get("status") != "ok"]
     if failed and not skip_failed:
         first = entries[failed[0]]
@@ -208,10 +219,10 @@ def parse_target(text_or_mapping: str | Mapping[str, float], domains: Sequence[s
 
 def _rounded(shares: np.ndarray, decimals: int = 4) -> list[float]:
     """Shares rounded for a grid file, the largest absorbing the rounding so that they sum to 1."""
-    row = np.round(np.asarray(shares, dtype=float), decimals)
-    largest = int(np.argmax(row))
-    row[largest] = 1.0 - (row.sum() - row[largest])
-    return [float(v) for v in row]
+    whole = 10 ** decimals
+    units = np.round(np.asarray(shares, dtype=float) * whole).astype(np.int64)
+    units[np.argmax(units)] += whole - units.sum()
+    return [float(u / whole) for u in units]
 
 
 def draw_mixtures(natural: Sequence[float], count: int, *, seed: int = 0, temperature: float = 0.5,
