@@ -116,7 +116,7 @@ def unit_of(nodeid: str) -> str:
 # Ray modules, the distributed runs): handed out first, so that the run ends on short units and neither worker
 # waits long for the other.
 LONG_UNITS = ("notebooks-", "::real_runs", "ray", "test_distributed_training.py", "test_audit.py", "test_runs.py",
-              "test_notebooks.py")
+              "test_notebooks.py", "test_mix_swarm.py")
 
 
 def pytest_xdist_make_scheduler(config, log):

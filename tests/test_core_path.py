@@ -16,6 +16,7 @@ import pytest
 from helpers.common.paths import NOTEBOOK_DIR
 
 LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+README = NOTEBOOK_DIR.parent / "README.md"
 CORE_WORDS = 9_500  # prose and printed output of core cells, all lessons: under 53 minutes at 180 words a minute
 READING_SPEED = 180  # words a minute
 AGENDA_ROW = re.compile(r"^\| (\d+)–(\d+) \| (\d\d) ", re.M)
@@ -46,22 +47,40 @@ def core_words(path) -> int:
                for cell in cells(path) if not optional(cell))
 
 
+def agenda_tables() -> tuple[str, str]:
+    """The README's 90-minute table and its half-day table."""
+    readme = README.read_text(encoding="utf-8")
+    core, rest = readme.split("**90 minutes: the core path.**")[1].split("**Half a day")
+    return core, rest
+
+
+def core_lessons() -> list:
+    """The lessons of the 90-minute path: those its agenda names (a later lesson belongs to the half day only)."""
+    named = {number for _, _, number in AGENDA_ROW.findall(agenda_tables()[0])}
+    return [path for path in LESSONS if path.name[:2] in named]
+
+
+def test_every_lesson_outside_the_core_path_has_a_slot_in_the_half_day():
+    half_day = agenda_tables()[1].split("\n\n**")[0]
+    for path in LESSONS:
+        if path not in core_lessons():
+            assert re.search(rf"^\| \d+–\d+ \| {path.name[:2]} ", half_day, re.M), f"{path.name}: no half-day slot"
+
+
 def test_the_core_path_reads_in_at_most_nine_thousand_five_hundred_words():
-    words = {path.name[:2]: core_words(path) for path in LESSONS}
+    words = {path.name[:2]: core_words(path) for path in core_lessons()}
     assert sum(words.values()) <= CORE_WORDS, f"core words per notebook: {words}, {sum(words.values()):,} in all"
 
 
 def test_the_readme_agenda_runs_every_lesson_in_order_in_ninety_minutes_each_long_enough_to_read():
     """The 90-minute table: slots back to back from 0 to 90, the lessons in numbered order, and each slot at least
     its core words at 180 a minute plus two minutes (compute and the exercise take the rest)."""
-    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
-    core_table = readme.split("**90 minutes: the core path.**")[1].split("**Half a day")[0]
-    slots = [(int(start), int(end), number) for start, end, number in AGENDA_ROW.findall(core_table)]
-    assert [number for _, _, number in slots] == [path.name[:2] for path in LESSONS]
+    slots = [(int(start), int(end), number) for start, end, number in AGENDA_ROW.findall(agenda_tables()[0])]
+    assert [number for _, _, number in slots] == [path.name[:2] for path in LESSONS][:len(slots)]
     assert slots[0][0] == 0 and slots[-1][1] == 90
     assert all(end == next_start for (_, end, _), (next_start, _, _) in zip(slots, slots[1:])), slots
     short = {number: (end - start, round(core_words(path) / READING_SPEED + 2, 1))
-             for (start, end, number), path in zip(slots, LESSONS)
+             for (start, end, number), path in zip(slots, core_lessons())
              if end - start < core_words(path) / READING_SPEED + 2}
     assert not short, f"agenda minutes against reading minutes + 2: {short}"
 

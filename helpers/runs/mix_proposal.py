@@ -18,6 +18,7 @@ from .mixing_law import MixingLaw
 
 FEASIBLE = 1e-7  # how far outside the simplex or a cap a solver's answer may land before it is not an answer
 TINY = 1e-12  # the KL term's floor for a share: log(0) has no gradient
+NEGLIGIBLE = 1e-6  # a share the solver leaves below this is none: a loader would read no sample of it
 
 
 def epoch_caps(available_tokens: np.ndarray, run_tokens: float, max_epochs: float) -> np.ndarray:
@@ -84,4 +85,4 @@ def propose_mix(law: MixingLaw, target: Mapping[str, float], *, caps: np.ndarray
             best, best_value = _within(x, caps), value
     if best is None:
         raise UserError("the solver found no mixture within the caps; fix: raise --max-epochs or lower --run-tokens")
-    return best
+    return _within(np.where(best < NEGLIGIBLE, 0.0, best), caps)

@@ -225,8 +225,8 @@ def _rounded(shares: np.ndarray, decimals: int = 4) -> list[float]:
     return [float(u / whole) for u in units]
 
 
-def draw_mixtures(natural: Sequence[float], count: int, *, seed: int = 0, temperature: float = 0.5,
-                  concentration: float = 4.0) -> list[list[float]]:
+def draw_mixtures(natural: Sequence[float], count: int, *, seed: int = 0, temperature: float = 0.3,
+                  concentration: float = 1.0) -> list[list[float]]:
     """`count` mixtures for a swarm: the natural mixture, the uniform one, then Dirichlet draws around
     natural ** temperature (a temperature below 1 flattens it, so that a small domain is still explored;
     `concentration` is the Dirichlet's total weight: lower spreads the draws further from that centre)."""

@@ -17,8 +17,10 @@ def log_bins(values: np.ndarray, count: int = 40) -> np.ndarray:
     return edges
 
 
-def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: str, log: bool = False):
-    """Bars grouped by outer key (e.g. tokenizer), one colour per inner key (e.g. domain)."""
+def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: str, log: bool = False,
+                 errors: Mapping[str, Mapping[str, float]] | None = None):
+    """Bars grouped by outer key (e.g. tokenizer), one colour per inner key (e.g. domain); `errors`, in the same
+    shape, draws each bar's spread and starts the axis near the lowest bar, so that small differences show."""
     groups = list(values)
     members = list(next(iter(values.values())))
     width = 0.8 / len(members)
@@ -26,13 +28,16 @@ def grouped_bars(values: Mapping[str, Mapping[str, float]], ylabel: str, title: 
     fig, ax = plt.subplots(figsize=(8, 4))
     for i, member in enumerate(members):
         heights = [values[g][member] for g in groups]
-        bars = ax.bar(x + (i - (len(members) - 1) / 2) * width, heights, width, label=member)
-        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+        spread = None if errors is None else [errors[g][member] for g in groups]
+        bars = ax.bar(x + (i - (len(members) - 1) / 2) * width, heights, width, yerr=spread, capsize=3, label=member)
+        ax.bar_label(bars, fmt="%.3g", fontsize=7, label_type="edge" if errors is None else "center")
     ax.set_xticks(x, groups)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     if log:
         ax.set_yscale("log")
+    if errors is not None:
+        ax.set_ylim(0.9 * min(min(v.values()) for v in values.values()), None)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig

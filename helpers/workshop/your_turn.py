@@ -52,15 +52,29 @@ def first_difference(yours: Any, expected: Any, where: str = "") -> str | None:
     return None if equal else f"{where or 'the answer'} is {yours!r}, expected {expected!r}"
 
 
-def check(what: str, yours: Any, expected: Any, solution: str) -> bool:
+def close_difference(yours: Any, expected: Any, tolerance: float) -> str | None:
+    """Where floating-point `yours` first strays from `expected` by more than `tolerance` (relative), or None."""
+    yours_array, expected_array = np.asarray(yours, dtype=float), np.asarray(expected, dtype=float)
+    if yours_array.shape != expected_array.shape:
+        return f"the answer has shape {yours_array.shape}, expected {expected_array.shape}"
+    far = np.flatnonzero(~np.isclose(yours_array, expected_array, rtol=tolerance, atol=0.0))
+    if far.size:
+        at = far[0]
+        return (f"[{at}] is {yours_array.ravel()[at]:.6g}, expected {expected_array.ravel()[at]:.6g} "
+                f"({far.size:,} of {expected_array.size:,} values differ by more than {tolerance:g})")
+    return None
+
+
+def check(what: str, yours: Any, expected: Any, solution: str, tolerance: float | None = None) -> bool:
     """Print `pass`, `not yet` (the shipped skeleton's None) or the first difference; True only on a pass.
 
-    `solution` names where the worked answer is, e.g. "solutions/03_solutions.ipynb"."""
+    `solution` names where the worked answer is, e.g. "solutions/03_solutions.ipynb"; `tolerance` (relative)
+    compares numbers computed in floating point, where another order of the same operations differs a little."""
     if yours is None:
         print(f"not yet: {what} still returns None. Write it in the cell above and run both cells "
               f"(a worked answer is in {solution}).")
         return False
-    found = first_difference(yours, expected)
+    found = first_difference(yours, expected) if tolerance is None else close_difference(yours, expected, tolerance)
     if found:
         print(f"differs: {what}: {found}")
         return False
