@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,7 +113,12 @@ def test_bad_grid_is_one_line(tmp_path, probe_notebook):
 
 
 def _notebook_of(grid: Path) -> Path:
-    """notebooks/grids/05_capacity.yaml runs notebooks/05_*.ipynb."""
+    """The notebook a grid's own usage line runs (`python -m helpers.runs notebooks/X.ipynb --grid
+    notebooks/grids/<it>`), else the one its number names: notebooks/grids/05_capacity.yaml runs notebooks/05_*.ipynb."""
+    usage = re.search(rf"helpers\.runs notebooks/(\S+\.ipynb) --grid notebooks/grids/{re.escape(grid.name)}",
+                      grid.read_text(encoding="utf-8"))
+    if usage:
+        return NOTEBOOK_DIR / usage.group(1)
     matches = sorted(NOTEBOOK_DIR.glob(f"{grid.name[:2]}_*.ipynb"))
     assert len(matches) == 1, f"{grid.name}: its name should start with the number of one notebook"
     return matches[0]

@@ -25,23 +25,24 @@ from .train import build_model, evaluate, llama_config, train, train_settings
 SPLIT = "95,4,1"  # train, held-out (valid) and test documents of each domain, Megatron's split
 SMALL_LLAMA = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
 MIXTURE_SIZES: dict[str, dict[str, Any]] = {
-    # a first look, and the tests: a second or two a run, too short to rank mixtures well
+    # a first look, and the tests: under a second a run, too small and short to rank mixtures well
     "tiny": {"preset": "cpu-tiny",
              "model": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2),
              "train": dict(steps=120, batch_size=8, seq_length=64, lr=1e-2, min_lr=1e-3, warmup_steps=5,
                            eval_batches=4)},
-    # the swarm's proxy: about 4 s a run on 2 CPU cores with the bytes tokenizer
+    # the swarm's proxy, about 0.1M parameters: about 4.5 s a run on 2 CPU cores with the bytes tokenizer
     "proxy": {"preset": "cpu-tiny", "model": SMALL_LLAMA,
               "train": dict(steps=300, batch_size=8, seq_length=128, lr=3e-3, min_lr=3e-4, warmup_steps=10,
                             eval_batches=16)},
-    # half as wide again and half as long again: does the proxy's ranking hold?
+    # about 0.3M parameters, half as wide again and half as long again: does the proxy's ranking hold?
     "larger": {"preset": "cpu-tiny",
                "model": dict(hidden_size=96, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4),
                "train": dict(steps=450, batch_size=8, seq_length=128, lr=3e-3, min_lr=3e-4, warmup_steps=15,
                              eval_batches=16)},
-    # the same pair on one H100: a ~20M-parameter proxy and the ~125M-parameter model of the h100 preset
+    # the same pair on one H100: a proxy of about 20M parameters (above the ~15M where Olmix found proxies rank
+    # mixtures well), and the h100 preset's 12 layers of 768 (about 85M parameters with bytes for tokens)
     "h100-proxy": {"preset": "h100",
-                   "model": dict(hidden_size=256, intermediate_size=768, num_hidden_layers=4, num_attention_heads=4),
+                   "model": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6, num_attention_heads=8),
                    "train": dict(steps=500, batch_size=32, seq_length=512, lr=1e-3, min_lr=1e-4, warmup_steps=50,
                                  eval_batches=16, compile=False)},
     "h100-larger": {"preset": "h100", "model": {},
