@@ -17,13 +17,15 @@ from helpers.training.mixture_runs import MIXTURE_SIZES, mixture_run, size_setti
 def domains(tmp_path_factory, corpus_dir):
     """The five default domains, tokenized as bytes into a folder of this module's own."""
     folder = tmp_path_factory.mktemp("mix_domains")
-    return domain_names(["licences", "man-pages"]), prepare_domains(corpus_dir, folder, ["licences", "man-pages"]), folder
+    kinds = ["licences", "man-pages"]
+    return domain_names(kinds), prepare_domains(corpus_dir, folder, kinds), folder
 
 
 def test_the_machine_kinds_become_domains_of_real_documents(domains):
     names, prefixes, folder = domains
     assert names == ["literature", "docs", "code", "licences", "man-pages"]
-    records = [json.loads(line) for line in (folder / "text" / "licences.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = (folder / "text" / "licences.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
     assert len(records) > 10 and all(r["text"].strip() and r["id"].startswith("licences-") for r in records)
     sizes = {name: IndexedDataset(prefix).num_tokens for name, prefix in zip(names, prefixes)}
     assert 500_000 < sizes["licences"] < 1_100_000 and sizes["docs"] < sizes["literature"]

@@ -46,8 +46,8 @@ def case():
     return floor, mixtures, law_by_hand_expected(SHARES, LOSSES, floor, mixtures)
 
 
-@pytest.mark.parametrize("mistake", ["no logarithm", "floor not subtracted", "floor not added back", "log10 fitted, exp predicted",
-                                     "the swarm's mixtures only"])
+@pytest.mark.parametrize("mistake", ["no logarithm", "floor not subtracted", "floor not added back",
+                                     "log10 fitted, exp predicted", "the swarm's mixtures only"])
 def test_the_check_fails_on_a_likely_wrong_fit(mistake, capsys):
     floor, mixtures, expected = case()
     yours = law_by_hand(SHARES, LOSSES, floor, mixtures, mistake)

@@ -105,7 +105,7 @@ def mixture_run(prefixes: Sequence[str], names: Sequence[str], weights=None, *, 
                 schedule=None, held_out: dict[str, list] | None = None, device: str = "cpu") -> MixtureRun:
     """Train a fresh model of `size` on one mixture of the domains `prefixes` (named `names`) and score it on
     each domain's held-out documents. `seed` sets the model's start and the order the samples are read in."""
-    if len(prefixes) != len(names) or (schedule is None and len(weights) != len(prefixes)):
+    if len(prefixes) != len(names) or (schedule is None and len(weights or []) != len(prefixes)):
         raise UserError(f"{len(prefixes)} domains, {len(names)} names and {len(weights or [])} weights; fix: give "
                         "one name and one weight per domain")
     held_out = held_out or held_out_batches(prefixes, names, size)
@@ -119,6 +119,7 @@ def mixture_run(prefixes: Sequence[str], names: Sequence[str], weights=None, *, 
     train(model, loader, settings, device, progress=False)
     losses = {name: evaluate(model, batches, settings, torch.device(device)) for name, batches in held_out.items()}
     book = ledger(loader.state_dict())
-    tokens = {name: int(entry["tokens"]) for name, entry in zip(names, book["datasets"])}
-    available = {name: int(entry["samples_per_epoch"]) * settings.seq_length for name, entry in zip(names, book["datasets"])}
+    read = dict(zip(names, book["datasets"]))  # the ledger's entry of each domain, in the order of `prefixes`
+    tokens = {name: int(dataset["tokens"]) for name, dataset in read.items()}
+    available = {name: int(dataset["samples_per_epoch"]) * settings.seq_length for name, dataset in read.items()}
     return MixtureRun(held_out_loss=losses, tokens=tokens, available_tokens=available, ledger=book)
