@@ -52,6 +52,7 @@ def test_a_run_reads_its_mixture_and_scores_every_domain(domains):
 @pytest.mark.parametrize("call, says", [
     (lambda p, n: mixture_run(p, n, [0.5, 0.5], size="tiny"), "one name and one weight per domain"),
     (lambda p, n: mixture_run(p, n, [0.2] * 5, size="huge"), "unknown mixture-run size 'huge'"),
+    (lambda p, n: mixture_run(p, n, size="tiny"), "5 domains, 5 names and 0 weights"),
     (lambda p, n: domain_names(["docs"]), "a name appears twice"),
     (lambda p, n: write_machine_domain("poems", "/nonexistent/poems.jsonl"), "unknown kind of machine text 'poems'"),
 ])

@@ -105,9 +105,10 @@ def mixture_run(prefixes: Sequence[str], names: Sequence[str], weights=None, *, 
                 schedule=None, held_out: dict[str, list] | None = None, device: str = "cpu") -> MixtureRun:
     """Train a fresh model of `size` on one mixture of the domains `prefixes` (named `names`) and score it on
     each domain's held-out documents. `seed` sets the model's start and the order the samples are read in."""
-    if len(prefixes) != len(names) or (schedule is None and len(weights or []) != len(prefixes)):
-        raise UserError(f"{len(prefixes)} domains, {len(names)} names and {len(weights or [])} weights; fix: give "
-                        "one name and one weight per domain")
+    given = 0 if weights is None else len(weights)
+    if len(prefixes) != len(names) or (schedule is None and given != len(prefixes)):
+        raise UserError(f"{len(prefixes)} domains, {len(names)} names and {given} weights; fix: give one name and "
+                        "one weight per domain")
     held_out = held_out or held_out_batches(prefixes, names, size)
     settings = size_settings(size, seed)
     facts = data_facts(prefixes[0])
