@@ -2,13 +2,18 @@
 the same names, each filter alone and the four as one stage, and `--pii` against datatrove's `PIIFormatter`, on
 the same documents of real text, 2 workers each.
 
-    python benchmarks/quality_filters.py [--limit 0] [--workers 2] [--only NAME]
+    python benchmarks/quality_filters.py [--corpus workshop|outside] [--runs 3] [--limit 0] [--workers 2]
+        [--only NAME]
     pip install -e '.[dedup-peer]'      # datatrove and spaCy, for the peer's rows
 
-The documents are the workshop corpus (`data/raw`, its three domains; the first `--limit` records of each, all by
-default: 1,645 documents, 15.7 MB). Each tool's whole run is timed, start-up included, so a small `--limit`
-measures mostly the start-ups: with one record of each domain, ours took about 1 s (most of it loading numba's
-compiled n-gram loops, once, before the workers fork) and datatrove 2.5 times as long, on a 2-core machine.
+The documents are the workshop corpus (`--corpus workshop`: `data/raw`, its three domains, 1,645 documents,
+15.7 MB) or text the project did not write (`--corpus outside`: `benchmarks/outside_corpus.py` builds it from
+this machine's manuals, standard-library docstrings and sources, READMEs, licences, HTML pages and translation
+catalogues; about 2,900 documents, 17 MB); the first `--limit` records of each file, all by default. Each
+tool's whole run is timed, start-up included, so a small `--limit` measures mostly the start-ups. The speed is
+documents per CPU second: the user and system time of the tool's whole process tree, so that a busy machine or
+a tool that leaves a core idle does not move it; the wall time is shown beside it. Each row is run `--runs`
+times, the tools in turn; the table gives the median and the range of the ratio.
 
 Each tool runs as its own process tree on the same three JSONL files: ours as `python -m helpers.clean`, datatrove
 as a `LocalPipelineExecutor` of its `JsonlReader`, the filter(s) and its `JsonlWriter`, with as many tasks as
@@ -25,17 +30,20 @@ import argparse
 import gzip
 import json
 import os
+import subprocess
 import shutil
+import statistics
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from near_duplicates import peak_tree_rss  # noqa: E402
+from outside_corpus import build as build_outside  # noqa: E402
 
 from helpers.clean.steps.pii import DATATROVE_KINDS, EMAIL_STAND_INS, IP_STAND_INS  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
@@ -87,45 +95,103 @@ def kinds(text: str) -> str:
     return text
 
 
+def tree_cpu(command: list[str], env: dict) -> tuple[float, float, float]:
+    """Run `command`: the CPU seconds of its whole process tree (user and system time of every process in it,
+    each as last seen, polled every 20 ms: a process pool's workers are not always waited for, so the kernel's
+    count of waited-for children would miss them), its wall seconds and the peak of its summed RSS (MB)."""
+    import psutil
+
+    log = tempfile.TemporaryFile("w+")  # not a pipe: a full one would stop the tool
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    root, peak, seconds = psutil.Process(process.pid), 0, {}
+    while process.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        rss = 0
+        for member in tree:
+            try:
+                with member.oneshot():
+                    times, rss = member.cpu_times(), rss + member.memory_info().rss
+                seconds[member.pid, member.create_time()] = times.user + times.system
+            except psutil.Error:
+                pass
+        peak = max(peak, rss)
+        time.sleep(0.02)
+    wall = time.perf_counter() - start
+    if process.returncode:
+        log.seek(0)
+        raise SystemExit(f"{command[:4]} failed:\n{log.read()[-2000:]}")
+    return sum(seconds.values()), wall, peak / 1e6
+
+
+def corpus(source: Path, which: str, limit: int) -> tuple[int, float]:
+    """The chosen corpus's JSONL files in `source` (the first `limit` records of each): (documents, MB)."""
+    if which == "outside":
+        build_outside(source / "full", 3.0)
+        files = sorted((source / "full").iterdir())
+    else:
+        files = [RAW_DIR / f"{domain}.jsonl" for domain in DOMAINS]
+    documents = 0
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line for number, line in enumerate(handle) if not limit or number < limit]
+        (source / path.name).write_text("".join(lines), encoding="utf-8")
+        documents += len(lines)
+    shutil.rmtree(source / "full", ignore_errors=True)
+    return documents, sum(path.stat().st_size for path in source.iterdir()) / 1e6
+
+
+def one_row(work: Path, source: Path, stage: tuple, args) -> tuple[list, list, tuple, bool]:
+    """One row's runs, each tool in turn: ([(cpu, wall, MB)] ours, the same of datatrove's, same decisions)."""
+    label, flags, peer_steps = stage
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    ours, peer, same = [], [], True
+    script = work / "peer.py"
+    script.write_text(DATATROVE.format(filters=peer_steps))
+    for _ in range(args.runs):
+        ours_out, peer_out = work / "ours", work / "peer"
+        shutil.rmtree(ours_out, ignore_errors=True), shutil.rmtree(peer_out, ignore_errors=True)
+        ours.append(tree_cpu([sys.executable, "-m", "helpers.clean", "--input", *map(str, sorted(source.iterdir())),
+                              "--output-dir", str(ours_out), *flags, "--workers", str(args.workers),
+                              "--no-progress"], env))
+        peer.append(tree_cpu([sys.executable, str(script), str(source), str(peer_out), str(work / "logs"),
+                              str(args.workers)], env))
+        shutil.rmtree(work / "logs", ignore_errors=True)
+        ours_kept, theirs = kept(ours_out), kept(peer_out)
+        if label == "--pii":
+            ours_kept = {key: kinds(text) for key, text in ours_kept.items()}
+            theirs = {key: kinds(text) for key, text in theirs.items()}
+        same = same and ours_kept == theirs
+    return ours, peer, same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=0, help="records of each domain (0: all)")
+    parser.add_argument("--corpus", choices=("workshop", "outside"), default="workshop")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each row (each tool in turn)")
+    parser.add_argument("--limit", type=int, default=0, help="records of each file (0: all)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", default=None, help="one row: a filter's name, the four's, or --pii")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="quality-filters-"))
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     try:
         source = work / "data"
         source.mkdir()
-        documents = 0
-        for domain in DOMAINS:
-            with open(RAW_DIR / f"{domain}.jsonl", encoding="utf-8") as handle:
-                lines = [line for number, line in enumerate(handle) if not args.limit or number < args.limit]
-            (source / f"{domain}.jsonl").write_text("".join(lines), encoding="utf-8")
-            documents += len(lines)
-        megabytes = sum(path.stat().st_size for path in source.iterdir()) / 1e6
-        print(f"{documents:,} documents ({megabytes:.1f} MB) of the workshop corpus, {args.workers} workers each")
-        print(f"{'filters':<70} {'ours docs/s':>11} {'datatrove':>10} {'ratio':>6} {'ours MB':>8} "
-              f"{'peer MB':>8}  same decisions")
-        for label, flags, peer_steps in [stage for stage in STAGES if args.only in (None, stage[0])]:
-            ours_out, peer_out = work / "ours", work / "peer"
-            shutil.rmtree(ours_out, ignore_errors=True), shutil.rmtree(peer_out, ignore_errors=True)
-            ours_s, ours_mb, _ = peak_tree_rss([
-                sys.executable, "-m", "helpers.clean", "--input", *map(str, sorted(source.iterdir())),
-                "--output-dir", str(ours_out), *flags, "--workers", str(args.workers), "--no-progress"], env)
-            script = work / "peer.py"
-            script.write_text(DATATROVE.format(filters=peer_steps))
-            peer_s, peer_mb, _ = peak_tree_rss([sys.executable, str(script), str(source), str(peer_out),
-                                                str(work / "logs"), str(args.workers)], env)
-            ours_kept, theirs = kept(ours_out), kept(peer_out)
-            if label == "--pii":
-                ours_kept = {key: kinds(text) for key, text in ours_kept.items()}
-                theirs = {key: kinds(text) for key, text in theirs.items()}
-            same = ours_kept == theirs
-            print(f"{label:<70} {documents / ours_s:>11,.0f} {documents / peer_s:>10,.0f} "
-                  f"{peer_s / ours_s:>5.1f}x {ours_mb:>8,.0f} {peer_mb:>8,.0f}  {same}", flush=True)
-            shutil.rmtree(work / "logs", ignore_errors=True)
+        documents, megabytes = corpus(source, args.corpus, args.limit)
+        print(f"{documents:,} documents ({megabytes:.1f} MB) of the {args.corpus} corpus, {args.workers} workers "
+              f"each, {args.runs} runs of each row (medians; the ratio's range over the runs)")
+        print(f"{'filters':<70} {'ours docs/CPU s':>15} {'datatrove':>10} {'ratio':>6} {'range':>11} "
+              f"{'ours wall s':>11} {'peer wall s':>11} {'ours MB':>8} {'peer MB':>8}  same decisions")
+        for stage in [stage for stage in STAGES if args.only in (None, stage[0])]:
+            ours, peer, same = one_row(work, source, stage, args)
+            ratios = [theirs[0] / mine[0] for mine, theirs in zip(ours, peer)]
+            median = [statistics.median(values) for values in (*zip(*ours), *zip(*peer))]
+            print(f"{stage[0]:<70} {documents / median[0]:>15,.0f} {documents / median[3]:>10,.0f} "
+                  f"{statistics.median(ratios):>5.1f}x {min(ratios):>5.1f}-{max(ratios):<5.1f} {median[1]:>11.1f} "
+                  f"{median[4]:>11.1f} {median[2]:>8,.0f} {median[5]:>8,.0f}  {same}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -2,7 +2,8 @@
 
 The hot loops of index building and batch layout are compiled with numba (`@jit(cache=True)`, below). The first
 compiled call in a process loads numba's compiler and registries, even from its cache: about 0.2 s on a
-2-core machine, 0.55 s where scipy is installed (numba's BLAS probe imports `scipy.linalg`). A workshop
+2-core machine, and 0.3 s more where scipy is installed, for numba's BLAS probe imports `scipy.linalg`, unless
+scipy is hidden from it, as the first call here does (`_without_scipy`; the package's loops use no BLAS). A workshop
 notebook, a test or a short run spends less than that in the loops themselves. So each loop has a twin in
 numpy or plain Python that gives the same arrays, and the compiled loop runs only on work large enough to win
 its start-up back; tests hold every twin to its compiled loop. numba itself is imported only at a loop's first
@@ -22,7 +23,10 @@ thresholds were measured on the 2-core machine:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.abc
+import sys
 import threading
 from typing import Any, Callable
 
@@ -70,7 +74,44 @@ class LazyJit:
         return self.dispatcher
 
     def __call__(self, *args, **kwargs):
-        return self.compiled()(*args, **kwargs)
+        if self.dispatcher is None or not _LOADED:
+            with _without_scipy():  # numba's first load, from its cache or not
+                result = self.compiled()(*args, **kwargs)
+            _LOADED.append(True)
+            return result
+        return self.dispatcher(*args, **kwargs)
+
+
+_LOADED: list[bool] = []  # whether numba's registries are loaded in this process
+
+
+class _HideScipy(importlib.abc.MetaPathFinder):
+    """Refuses `scipy` to one thread: numba probes for BLAS by importing `scipy.linalg` when its registries
+    first load (0.3 s on a 2-core machine), and uses it for one inner product only (a loop of its own
+    otherwise, the same sums); the package's loops use no linear algebra. Its `np.dot` imports scipy when
+    compiled, later, as ever."""
+
+    def __init__(self, thread: int):
+        self.thread = thread
+
+    def find_spec(self, name, path=None, target=None):
+        if threading.get_ident() == self.thread and (name == "scipy" or name.startswith("scipy.")):
+            raise ImportError(f"{name} is not imported while numba loads")
+        return None
+
+
+@contextlib.contextmanager
+def _without_scipy():
+    """numba's first load without the BLAS probe's import of scipy, where scipy is not imported already."""
+    if "scipy" in sys.modules or _LOADED:
+        yield
+        return
+    finder = _HideScipy(threading.get_ident())
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def jit(**options) -> Callable[[Callable], LazyJit]:

@@ -21,7 +21,6 @@ English (`helpers.clean.text.words`).
 
 from __future__ import annotations
 
-import itertools
 import re
 from operator import methodcaller
 
@@ -60,21 +59,26 @@ class SplitsEnglish:
         english_words()
 
 
-SYMBOL, LETTER = 1, 2  # a word of punctuation only; a word with a letter (never both: no letter is punctuation)
-_KINDS: dict[str, int] = {}
+FIELD = 40  # bits of each count in a word's one number (`word_totals`)
+FIELDS = (1 << FIELD) - 1
+SYMBOL, LETTER = 1 << FIELD, 1 << 2 * FIELD  # a word of punctuation only; a word with a letter (never both)
+_TOTALS: dict[str, int] = {}
 
 
-def _word_kinds(words: list[str]) -> list[int]:
-    """Each word's kind: SYMBOL, LETTER or neither (no letter is punctuation), remembered per distinct word."""
-    kinds = list(map(_KINDS.get, words))
-    if None in kinds:
-        if len(_KINDS) >= 1 << 20:
-            _KINDS.clear()
-        for index in missing(kinds):
+def word_totals(words: list[str]) -> tuple[int, int, int]:
+    """The words that are punctuation only (symbols), those with a letter (no letter is punctuation), and the
+    characters of the words that are not symbols: one sum of each word's number (its characters, or 0 for a
+    symbol, plus SYMBOL or LETTER), remembered per distinct word, rather than a pass over the words for each."""
+    found = list(map(_TOTALS.get, words))
+    if None in found:
+        if len(_TOTALS) >= 1 << 20:
+            _TOTALS.clear()
+        for index in missing(found):
             word = words[index]
-            kinds[index] = _KINDS[word] = (SYMBOL if PUNCTUATION_SET.issuperset(word)
-                                           else LETTER if any(char.isalpha() for char in word) else 0)
-    return kinds
+            found[index] = _TOTALS[word] = (SYMBOL if PUNCTUATION_SET.issuperset(word) else
+                                            len(word) + (LETTER if any(char.isalpha() for char in word) else 0))
+    total = sum(found)
+    return total >> FIELD & FIELDS, total >> 2 * FIELD, total & FIELDS
 
 
 class GopherQuality(SplitsEnglish, Filter):
@@ -94,13 +98,12 @@ class GopherQuality(SplitsEnglish, Filter):
 
     def reason(self, text: str) -> str | None:
         words = english_words().words(text)
-        kinds = _word_kinds(words)
-        counted = len(words) - kinds.count(SYMBOL)  # the words that are not punctuation only
+        symbols, letters, characters = word_totals(words)
+        counted = len(words) - symbols  # the words that are not punctuation only
         if self.min_doc_words and counted < self.min_doc_words:
             return f"gopher_short_doc: {counted} words < {self.min_doc_words}"
         if self.max_doc_words and counted > self.max_doc_words:
             return f"gopher_long_doc: {counted} words > {self.max_doc_words}"
-        characters = sum(map(len, words)) - sum(map(len, itertools.compress(words, map(SYMBOL.__eq__, kinds))))
         mean = characters / counted if counted else float("nan")  # numpy's mean, which datatrove takes
         if self.min_avg_word_length and mean < self.min_avg_word_length:
             return f"gopher_below_avg_threshold: mean word length {mean:.2f} < {self.min_avg_word_length}"
@@ -120,7 +123,7 @@ class GopherQuality(SplitsEnglish, Filter):
         trailing = sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))) / len(lines)
         if self.max_ellipsis_lines_ratio and trailing > self.max_ellipsis_lines_ratio:
             return f"gopher_too_many_end_ellipsis: {trailing:.3f} of lines > {self.max_ellipsis_lines_ratio}"
-        alpha = kinds.count(LETTER) / len(words)
+        alpha = letters / len(words)
         if self.max_non_alpha_words_ratio and alpha < self.max_non_alpha_words_ratio:
             return (f"gopher_below_alpha_threshold: {alpha:.3f} of words with a letter < "
                     f"{self.max_non_alpha_words_ratio}")

@@ -37,6 +37,7 @@ from typing import Iterator
 from ...common.errors import UserError
 from ...common.files import written_atomically
 from ...common.paths import CACHE_DIR
+from .affix_expressions import affix_length, edges, infix_finder, suffix_search, url_match
 
 RUNS = re.compile(r"\S+|\s+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
@@ -92,128 +93,6 @@ def _compiled(expression: list | None, method: str):
     return None if expression is None else getattr(re.compile(expression[0], expression[1]), method)
 
 
-def _branches(pattern: str) -> list[str]:
-    """The top-level alternatives of a regular expression's source (escapes and character classes skipped)."""
-    branches, depth, start, i = [], 0, 0, 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i += 2 if pattern[i + 1:i + 2] != "^" else 3
-            while pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            branches.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    return branches + [pattern[start:]]
-
-
-def _parser():
-    try:
-        from re import _parser as parser
-    except ImportError:  # Python 3.10
-        import sre_parse as parser
-    return parser
-
-
-ZERO_WIDTH = ("AT", "ASSERT", "ASSERT_NOT")
-
-
-def _edge_characters(items, last: bool) -> set[str] | None:
-    """The characters a match of the parsed sequence `items` can begin with (`last`: end with), or None where
-    that cannot be said (a match that may be empty, a negated or category class, any character)."""
-    found: set[str] = set()
-    for op, argument in reversed(items) if last else items:
-        op = str(op)
-        if op in ZERO_WIDTH:
-            continue
-        if op == "LITERAL":
-            return found | {chr(argument)}
-        if op == "IN":
-            for kind, value in argument:
-                kind = str(kind)
-                if kind == "LITERAL":
-                    found.add(chr(value))
-                elif kind == "RANGE":
-                    found.update(map(chr, range(value[0], value[1] + 1)))
-                else:
-                    return None
-            return found
-        if op in ("MAX_REPEAT", "MIN_REPEAT") and argument[0] >= 1:
-            inner = _edge_characters(argument[2].data, last)
-            return None if inner is None else found | inner
-        if op == "SUBPATTERN":
-            inner = _edge_characters(argument[-1].data, last)
-            return None if inner is None else found | inner
-        if op == "BRANCH":
-            for branch in argument[1]:
-                inner = _edge_characters(branch.data, last)
-                if inner is None:
-                    return None
-                found |= inner
-            return found
-        return None
-    return None  # nothing consumed: the match may be empty
-
-
-def _edges(expression: list | None, *, last: bool, anchored: bool) -> frozenset[str] | None:
-    """`_edge_characters` of a whole expression, as read from spaCy; with `anchored`, only where every alternative
-    of it is anchored at the string's start (`last`: its end), so that a match begins with the string's first
-    character (ends with its last). Flags that change what a literal matches, such as IGNORECASE, are not
-    analysed."""
-    if expression is None or expression[1] & (re.IGNORECASE | re.VERBOSE | re.MULTILINE | re.DOTALL):
-        return None
-    items = _parser().parse(expression[0], expression[1]).data
-    if anchored:
-        anchor = "AT_END" if last else "AT_BEGINNING"
-        branches = items[0][1][1] if len(items) == 1 and str(items[0][0]) == "BRANCH" else [items]
-        if not all(branch and str(branch[-1 if last else 0][1]) == anchor for branch in branches):
-            return None
-    found = _edge_characters(items, last)
-    return None if found is None else frozenset(found)
-
-
-def _suffix_search(expression: list | None):
-    """`search` of spaCy's suffix expression, made to look only near the end where it can match: every
-    alternative of it ends at the string's end, and all but a few are at most `widest` characters long, so a match
-    starts in the last `widest` characters, or where one of the unbounded few (`\\.\\.+$`) starts, whichever is
-    first; the whole expression is then searched from there (its lookbehinds still see what is before). The same
-    match as a search of the whole string, many times cheaper for a long run."""
-    if expression is None:
-        return None
-    whole = re.compile(expression[0], expression[1])
-    parser = _parser()
-    branches = _branches(expression[0])
-    parsed = parser.parse(expression[0], expression[1]).data
-    if not (len(parsed) == 1 and str(parsed[0][0]) == "BRANCH" and len(parsed[0][1][1]) == len(branches)):
-        return whole.search
-    widths = [branch.getwidth()[1] for branch in parsed[0][1][1]]
-    if not all(str(branch.data[-1][1]) == "AT_END" for branch in parsed[0][1][1] if branch.data):
-        return whole.search
-    bounded = [width for width in widths if width < parser.MAXREPEAT]
-    widest = max(bounded, default=0)
-    unbounded = [source for source, width in zip(branches, widths) if width >= parser.MAXREPEAT]
-    rest = re.compile("|".join(unbounded), expression[1]).search if unbounded else None
-
-    def search(string: str):
-        if "\n" in string:
-            return whole.search(string)
-        start = max(len(string) - widest, 0)
-        if rest is not None:
-            found = rest(string)
-            if found is not None and found.start() < start:
-                start = found.start()
-        return whole.search(string, start)
-    return search
-
-
 def missing(values: list) -> Iterator[int]:
     """The places of None in `values`, found by list.index (the scan between them runs in C: in a long document
     few runs are new)."""
@@ -233,14 +112,16 @@ class EnglishWords:
     def __init__(self):
         rules = english_rules()
         self.rules = {key: tuple(pieces) for key, pieces in rules["special_cases"].items()}
-        self.prefix_search, self.suffix_search = _compiled(rules["prefix"], "search"), _suffix_search(rules["suffix"])
-        self.infix_finditer = _compiled(rules["infix"], "finditer")
+        self.prefix_search, self.suffix_search = _compiled(rules["prefix"], "search"), suffix_search(rules["suffix"])
         # the characters a prefix can start with, a suffix end with, an infix start with: a string without them
         # needs no search (None: any)
-        self.prefix_firsts = _edges(rules["prefix"], last=False, anchored=True)
-        self.suffix_lasts = _edges(rules["suffix"], last=True, anchored=True)
-        self.infix_firsts = _edges(rules["infix"], last=False, anchored=False)
-        self.url_match, self.token_match = _compiled(rules["url"], "match"), _compiled(rules["token"], "match")
+        self.prefix_firsts = edges(rules["prefix"], last=False, anchored=True)
+        self.suffix_lasts = edges(rules["suffix"], last=True, anchored=True)
+        self.infix_firsts = edges(rules["infix"], last=False, anchored=False)
+        self.infix_finditer = infix_finder(rules["infix"], self.infix_firsts)
+        self._prefix_length = affix_length(self.prefix_search, self.prefix_firsts, last=False)
+        self._suffix_length = affix_length(self.suffix_search, self.suffix_lasts, last=True)
+        self.url_match, self.token_match = url_match(rules["url"]), _compiled(rules["token"], "match")
         self.sentence_ends = set(rules["sentence_ends"])
         self._tokenizer = None
         self.joins: dict[str, list[tuple]] = {}  # first token -> (the affix tokens of a special case, the case)
@@ -271,21 +152,6 @@ class EnglishWords:
         if self._tokenizer is None:
             self._tokenizer = _spacy_english()[0]
         return self._tokenizer
-
-    def _prefix_length(self, string: str) -> int:
-        if not string or (self.prefix_firsts is not None and string[0] not in self.prefix_firsts):
-            return 0
-        return self._affix_length(self.prefix_search, string)
-
-    def _suffix_length(self, string: str) -> int:
-        if not string or (self.suffix_lasts is not None and string[-1] not in self.suffix_lasts):
-            return 0
-        return self._affix_length(self.suffix_search, string)
-
-    @staticmethod
-    def _affix_length(search, string: str) -> int:
-        found = search(string) if search is not None else None
-        return found.end() - found.start() if found is not None else 0
 
     def _infixed_at(self, string: str) -> bool:
         return self.infix_finditer is not None and next(self.infix_finditer(string), None) is not None
@@ -336,7 +202,7 @@ class EnglishWords:
                     string = rest
                     prefixes.append(prefix)
                     break
-            after = self._suffix_length(string[before:])
+            after = self._suffix_length(string[before:] if before else string)
             if after:
                 suffix, rest_before = string[-after:], string[:-after]
                 if rest_before and specials and rest_before in rules:
