@@ -144,6 +144,7 @@ class EnglishWords:
                             self.changing_pairs.add(pattern[:2])
         self.runs: dict[str, tuple[str, ...]] = {}
         self.punct: dict[str, bool] = {}
+        self.moves: dict[str, tuple] = {}  # run -> what it does to the sentencizer (`_moves`)
         self.last: tuple = (None, [])
 
     @property
@@ -152,6 +153,15 @@ class EnglishWords:
         if self._tokenizer is None:
             self._tokenizer = _spacy_english()[0]
         return self._tokenizer
+
+    def _whole(self, run: str) -> bool:
+        """Whether a run is one token for want of anything to peel or cut: no prefix can begin with its first
+        character, no suffix end with its last, no infix begin with any, and it is no special case nor one that
+        joining makes (a URL or not, it stays whole)."""
+        firsts, lasts, infixes = self.prefix_firsts, self.suffix_lasts, self.infix_firsts
+        return (firsts is not None and lasts is not None and infixes is not None and run[0] not in firsts
+                and run[-1] not in lasts and infixes.isdisjoint(run) and run not in self.rules
+                and run not in self.changing_singles)
 
     def _infixed_at(self, string: str) -> bool:
         return self.infix_finditer is not None and next(self.infix_finditer(string), None) is not None
@@ -171,6 +181,8 @@ class EnglishWords:
             elif ((run[-1] in PLAIN_ENDS or (run[-1] == "." and run[-2:-1].islower())) and run[:-1].isascii()
                   and run[:-1].isalpha() and run not in self.rules and run[:-1] not in self.rules):
                 tokens = (run[:-1], run[-1])  # these five are always suffixes, and a full stop after a lowercase letter
+            elif self._whole(run):
+                tokens = (run,)
             else:
                 tokens = self._joined(self._split(run, specials=True))
             if len(self.runs) >= CACHED_RUNS:
@@ -301,13 +313,26 @@ class EnglishWords:
         """How many pieces datatrove's `split_into_sentences` cuts `text` into: the sentences spaCy's
         sentencizer finds, or one piece for a text without a token."""
         sentences, tokens_seen, seen_end = 1, False, False
+        known = self.moves
         for run in RUNS.findall(text):
-            if run.isspace():
-                if run == " " or not (run := run[1:] if run[0] == " " else run):
-                    continue
-                tokens: tuple[str, ...] = (run,)
-            else:
-                tokens = self._tokens(run)
+            moves = known.get(run) or self._moves(run)
+            added, seen_end = moves[seen_end]
+            sentences += added
+            tokens_seen = tokens_seen or moves[2]
+        return sentences if tokens_seen else 1
+
+    def _moves(self, run: str) -> tuple[tuple[int, bool], tuple[int, bool], bool]:
+        """What one run (of white space or not) does to the sentencizer: the sentences it begins and whether it
+        leaves a sentence end last, after a run that did not leave one and after one that did; whether it holds a
+        token (white space: none for one space, one token for more, less a first space). Remembered per run."""
+        if run.isspace():
+            token = "" if run == " " else run[1:] if run[0] == " " else run
+            tokens: tuple[str, ...] = (token,) if token else ()
+        else:
+            tokens = self._tokens(run)
+        outcomes = []
+        for seen_end in (False, True):
+            sentences = 0
             for token in tokens:
                 ends = token in self.sentence_ends
                 if seen_end and not ends and not self._is_punct(token):
@@ -315,5 +340,8 @@ class EnglishWords:
                     seen_end = False
                 elif ends:
                     seen_end = True
-                tokens_seen = True
-        return sentences if tokens_seen else 1
+            outcomes.append((sentences, seen_end))
+        if len(self.moves) >= CACHED_RUNS:
+            self.moves.clear()
+        moves = self.moves[run] = (outcomes[0], outcomes[1], bool(tokens))
+        return moves
