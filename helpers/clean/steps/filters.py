@@ -203,26 +203,28 @@ class C4Quality(SplitsEnglish, DocumentStep):
 
     def apply(self, text: str, notes: dict) -> tuple[str, str | None]:
         sentences, kept = 0, []
+        cited = self.remove_citations and "[" in text
+        lorem, javascript, curly, policy = self._possible(C4_CITATION.sub("", text) if cited else text)
         for line in text.splitlines():
             line = line.strip()
             words = line.split()
             if (self.max_word_length != -1 and len(line) > self.max_word_length
                     and any(len(word) > self.max_word_length for word in words)):
                 continue
-            if self.remove_citations:
+            if cited:
                 line = C4_CITATION.sub("", line)
             if self.filter_no_terminal_punct and (not line.endswith(C4_LINE_ENDS) or line.endswith("...")):
                 continue
             if len(words) < self.min_words_per_line:
                 continue
-            lowered = line.lower()
-            if self.filter_lorem_ipsum and "lorem ipsum" in lowered:
+            lowered = line.lower() if lorem or javascript or policy else ""
+            if lorem and "lorem ipsum" in lowered:
                 return text, "lorem_ipsum: a line holds 'lorem ipsum'"
-            if self.filter_javascript and "javascript" in lowered:
+            if javascript and "javascript" in lowered:
                 continue
-            if self.filter_curly_bracket and "{" in line:
+            if curly and "{" in line:
                 return text, "curly_bracket: a kept line holds '{'"
-            if self.filter_policy and any(phrase in lowered for phrase in C4_POLICY_PHRASES):
+            if policy and any(phrase in lowered for phrase in C4_POLICY_PHRASES):
                 continue
             if self.min_num_sentences != -1:
                 sentences += english_words().sentence_count(line)
@@ -230,6 +232,16 @@ class C4Quality(SplitsEnglish, DocumentStep):
         if sentences < self.min_num_sentences:
             return text, f"too_few_sentences: {sentences} sentences in kept lines < {self.min_num_sentences}"
         return "\n".join(kept).strip(), None
+
+
+    def _possible(self, cited: str) -> tuple[bool, bool, bool, bool]:
+        """Which line rules can fire at all (lorem ipsum, javascript, a curly bracket, a policy phrase): each looks
+        for a piece of text that a line of `cited` (the text with its citations removed) can hold only where the
+        whole of it holds it, so the lines need not be lowered and searched one by one where it does not."""
+        lowered = cited.lower() if self.filter_lorem_ipsum or self.filter_javascript or self.filter_policy else ""
+        return (self.filter_lorem_ipsum and "lorem ipsum" in lowered,
+                self.filter_javascript and "javascript" in lowered, self.filter_curly_bracket and "{" in cited,
+                self.filter_policy and any(phrase in lowered for phrase in C4_POLICY_PHRASES))
 
 
 class FineWebQuality(SplitsEnglish, Filter):
@@ -257,8 +269,7 @@ class FineWebQuality(SplitsEnglish, Filter):
         ratio = _duplicates(lines)[1] / len(text.replace("\n", ""))
         if ratio > self.char_duplicates_ratio:
             return f"char_dup_ratio: {ratio:.3f} of characters in repeated lines > {self.char_duplicates_ratio}"
-        words = english_words().words(text)
-        ratio = text.count("\n") / len(words)
+        ratio = text.count("\n") / english_words().word_count(text)
         if ratio > self.new_line_ratio:
             return f"list_ratio: {ratio:.3f} newlines per word > {self.new_line_ratio}"
         return None

@@ -302,6 +302,16 @@ class EnglishWords:
         self.last = (text, words)
         return words
 
+    def word_count(self, text: str) -> int:
+        """`len(words(text))`, without making the list (the last text's words are counted where kept)."""
+        if text is self.last[0]:
+            return len(self.last[1])
+        runs = text.split()
+        found = list(map(self.runs.get, runs))
+        for index in missing(found):
+            found[index] = self._tokens(runs[index])
+        return sum(map(len, found))
+
     def _is_punct(self, token: str) -> bool:
         """spaCy's `is_punct`: every character of Unicode category P."""
         known = self.punct.get(token)
