@@ -48,6 +48,7 @@ PLACES = {
     "html": ["/usr/share/doc/**/*.html", "/usr/lib/node_modules/**/*.html", f"{SITE_PACKAGES}/**/*.html"],
 }
 KINDS = (*PLACES, "translations")
+FULL = 0.95  # a kind this full of its MB is done
 MIN_CHARACTERS = 200  # shorter documents are left out: they measure a tool's per-document overhead only
 
 
@@ -139,6 +140,8 @@ def build(out: Path, megabytes_each: float) -> dict[str, tuple[int, int]]:
         count = size = 0
         with open(out / f"{kind}.jsonl", "w", encoding="utf-8") as handle:
             for text in every_document(kind, megabytes_each):
+                if size >= FULL * megabytes_each * 1e6:
+                    break
                 encoded = len(text.encode("utf-8"))
                 if size + encoded > megabytes_each * 1e6:
                     continue  # too big for what is left: a smaller one may fit
