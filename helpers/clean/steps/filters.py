@@ -134,16 +134,9 @@ class GopherQuality(SplitsEnglish, Filter):
 
 
 def _duplicates(items: list[str]) -> tuple[int, int]:
-    """Items seen before (each repeat counted), and their characters."""
-    seen: set[str] = set()
-    count = characters = 0
-    for item in items:
-        if item in seen:
-            count += 1
-            characters += len(item)
-        else:
-            seen.add(item)
-    return count, characters
+    """Items seen before (each repeat counted), and their characters: all of them less the first of each."""
+    distinct = set(items)
+    return len(items) - len(distinct), sum(map(len, items)) - sum(map(len, distinct))
 
 
 class GopherRepetition(SplitsEnglish, Filter):
