@@ -3,13 +3,14 @@ every exact encoder's own speed on the same texts, its vocabulary read apart fro
 threads, each checked document by document against the reference's ids.
 
     python benchmarks/preprocess_encoders.py [--mb 90] [--tokenizer llama3] [--workers 2] [--pairs 3]
-        [--encoders-mb 90]
+        [--encoders-mb 90] [--quiet-s 120]
 
 The input is the workshop corpus (all three domains), its records repeated in shuffled order to about `--mb` MB
 of JSONL. `python -m helpers.preprocess --encoder reference` and `--encoder auto` run in turn as separate
 processes (`--pairs` pairs after one of each to warm up and leave the early-read note), with `--append-eod`
 and `--workers`; the table shows their median wall times, the median of the pairs' ratios with their range,
-and checks that both wrote the same `.bin/.idx` bytes.
+and checks that both wrote the same `.bin/.idx` bytes. Each timed command waits (up to `--quiet-s`) for the CPUs
+to go quiet first, so that another program's work does not land in one side of a pair.
 
 The encoders' table (`encoder_run.py`, each in a process of its own, on the input's first `--encoders-mb` MB):
 tiktoken (the reference), fastokens (what the package uses), and two peers where installed
@@ -63,7 +64,31 @@ def mixed_input(target: Path, megabytes: float, head: Path | None = None, head_m
     return target
 
 
-def wall(command: list[str]) -> float:
+def busy_share(seconds: float = 1.0) -> float:
+    """The share of this machine's CPU time that was busy over `seconds` (Linux's /proc/stat; 0 elsewhere)."""
+    def sample() -> list[int]:
+        return [int(field) for field in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+
+    try:
+        before = sample()
+        time.sleep(seconds)
+        after = sample()
+    except OSError:
+        return 0.0
+    spent = [b - a for a, b in zip(before, after)]
+    return 1 - (spent[3] + spent[4]) / max(1, sum(spent))  # idle and I/O wait are not busy
+
+
+def wait_for_quiet(limit_s: float) -> None:
+    """Wait, up to `limit_s`, until another program's work leaves this machine's CPUs below a tenth busy, so
+    that a timing is of this command alone."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and busy_share() > 0.10:
+        pass
+
+
+def wall(command: list[str], quiet_s: float = 0.0) -> float:
+    wait_for_quiet(quiet_s)
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
@@ -77,7 +102,7 @@ def whole_commands(args, source: Path, work: Path) -> tuple[list[tuple[float, fl
                 "--append-eod", "--no-progress", "--encoder", encoder]
 
     wall(command("reference")), wall(command("auto"))  # the page cache, the proof and the early-read note
-    pairs = [(wall(command("reference")), wall(command("auto"))) for _ in range(args.pairs)]
+    pairs = [(wall(command("reference"), args.quiet_s), wall(command("auto"), args.quiet_s)) for _ in range(args.pairs)]
     same = all(filecmp.cmp(work / f"reference_text_document{s}", work / f"auto_text_document{s}", shallow=False)
                for s in (".bin", ".idx"))
     return pairs, same
@@ -89,6 +114,7 @@ def encoder_rows(args, texts: Path, work: Path) -> list[dict]:
     rows = []
     for encoder in ENCODERS:
         for threads in THREADS:
+            wait_for_quiet(args.quiet_s)
             out = work / f"{encoder}-{threads}"
             out.mkdir()
             done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encoder_run.py"), encoder, str(threads),
@@ -134,6 +160,8 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="llama3")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=3, help="reference/fast pairs timed (the median is shown)")
+    parser.add_argument("--quiet-s", type=float, default=120.0,
+                        help="seconds to wait at most, before each timed command, for the CPUs to go quiet")
     parser.add_argument("--encoders-mb", type=float, default=90.0,
                         help="MB of the input the encoders' table encodes (0: no table)")
     args = parser.parse_args()
