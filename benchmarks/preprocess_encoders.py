@@ -1,20 +1,21 @@
-"""Preprocessing on the fast encoder against today's tiktoken-limited path, whole command, side by side in one
-run; and each encoder's own speed on the same texts, for the ceiling.
+"""Preprocessing on the fast encoder against the reference path, whole command, side by side in one run; and
+every exact encoder's own speed on the same texts, its vocabulary read apart from its encoding, on 1 and 2
+threads, each checked document by document against the reference's ids.
 
-    python benchmarks/preprocess_encoders.py [--mb 100] [--tokenizer llama3] [--workers 2] [--pairs 3]
+    python benchmarks/preprocess_encoders.py [--mb 90] [--tokenizer llama3] [--workers 2] [--pairs 3]
+        [--encoders-mb 90] [--quiet-s 120]
 
-The input is the workshop corpus (all three domains), its records repeated in shuffled order to about
-`--mb` MB of JSONL. `python -m helpers.preprocess --encoder reference` and `--encoder fast` run in turn as
-separate processes (`--pairs` pairs after one of each to warm up), with `--append-eod` and `--workers`; the
-table shows their median wall times and the median of the pairs' ratios, and checks that both wrote the
-same `.bin/.idx` bytes. The encoders' own speed: the reference's batch call on `--workers` threads and
-fastokens' flat batch call (its threads are its own), on the same texts in this process, no I/O; and
-fastokens with the time it takes to read its vocabulary, which every command pays once.
+The input is the workshop corpus (all three domains), its records repeated in shuffled order to about `--mb` MB
+of JSONL. `python -m helpers.preprocess --encoder reference` and `--encoder auto` run in turn as separate
+processes (`--pairs` pairs after one of each to warm up and leave the early-read note), with `--append-eod`
+and `--workers`; the table shows their median wall times, the median of the pairs' ratios with their range,
+and checks that both wrote the same `.bin/.idx` bytes. Each timed command waits (up to `--quiet-s`) for the CPUs
+to go quiet first, so that another program's work does not land in one side of a pair.
 
-A peer's row, where `pip install -e '.[encoder-peer]'` installed it: gigatoken, another exact BPE encoder a
-user could pick, alone on the same texts, with and without reading its vocabulary, and whether its ids
-equal the reference's on every text. The package does not use it: it reads its vocabulary holding the
-interpreter lock (so the input cannot be parsed meanwhile) and hands results back as awkward arrays.
+The encoders' table (`encoder_run.py`, each in a process of its own, on the input's first `--encoders-mb` MB):
+tiktoken (the reference), fastokens (what the package uses), and two peers where installed
+(`pip install -e '.[encoder-peer]'`): gigatoken, and toktok-rs, which bundles cl100k but no Llama 3. A peer
+that is missing or has no such vocabulary has its row say so.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -41,130 +40,157 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
-from helpers.tokenizers.encoders import (  # noqa: E402
-    choose_encoder, encode_flat, fast_tokenizer, tokenizer_json, vocabulary_seconds)
+from helpers.tokenizers.encoders import choose_encoder  # noqa: E402
 from helpers.tokenizers.zoo import load_tokenizer  # noqa: E402
 
+ENCODERS = ("tiktoken", "fastokens", "gigatoken", "toktok")
+THREADS = (1, 2)
 
-def mixed_input(target: Path, megabytes: float) -> tuple[Path, list[str]]:
-    """The corpus's records, shuffled and repeated to about `megabytes` MB of JSONL, and their texts."""
+
+def mixed_input(target: Path, megabytes: float, head: Path | None = None, head_megabytes: float = 0.0) -> Path:
+    """The corpus's records, shuffled and repeated to about `megabytes` MB of JSONL; its first `head_megabytes`
+    also written to `head`."""
     lines = [line for path in corpus_paths(RAW_DIR).values()
              for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    chooser, written, texts = random.Random(0), 0, []
-    with open(target, "w", encoding="utf-8") as out:
+    chooser, written = random.Random(0), 0
+    with open(target, "w", encoding="utf-8") as out, open(head or os.devnull, "w", encoding="utf-8") as first:
         while written < megabytes * 1e6:
             chooser.shuffle(lines)
             for line in lines:
                 out.write(line + "\n")
-                texts.append(json.loads(line)["text"])
+                if written < head_megabytes * 1e6:
+                    first.write(line + "\n")
                 written += len(line.encode("utf-8")) + 1
-    return target, texts
+    return target
 
 
-def wall(command: list[str]) -> float:
+def busy_share(seconds: float = 1.0) -> float:
+    """The share of this machine's CPU time that was busy over `seconds` (Linux's /proc/stat; 0 elsewhere)."""
+    def sample() -> list[int]:
+        return [int(field) for field in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+
+    try:
+        before = sample()
+        time.sleep(seconds)
+        after = sample()
+    except OSError:
+        return 0.0
+    spent = [b - a for a, b in zip(before, after)]
+    return 1 - (spent[3] + spent[4]) / max(1, sum(spent))  # idle and I/O wait are not busy
+
+
+def wait_for_quiet(limit_s: float) -> None:
+    """Wait, up to `limit_s`, until another program's work leaves this machine's CPUs below a tenth busy, so
+    that a timing is of this command alone."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and busy_share() > 0.10:
+        pass
+
+
+def wall(command: list[str], quiet_s: float = 0.0) -> float:
+    wait_for_quiet(quiet_s)
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
-def encoder_speeds(tokenizer, texts: list[str], threads: int) -> tuple[dict[str, float], tuple[np.ndarray, np.ndarray]]:
-    """MB/s of each encoder alone on `texts`: the reference's batch call, fastokens' flat call; and the
-    reference's ids, flat with each text's offset, for a peer to be compared with."""
-    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
-    speeds = {}
-    start = time.perf_counter()
-    if hasattr(tokenizer, "encoding"):
-        reference = tokenizer.encoding.encode_ordinary_batch(texts, num_threads=threads)
-    else:
-        reference = tokenizer.encode_batch(texts)
-    speeds["reference"] = megabytes / (time.perf_counter() - start)
-    lengths = np.fromiter(map(len, reference), dtype=np.int64, count=len(reference))
-    flat = np.fromiter(chain.from_iterable(reference), dtype=np.int64, count=int(lengths.sum()))
-    del reference  # a Python int per id: gone before the next encoder is timed
-    fast = fast_tokenizer(tokenizer)
-    start = time.perf_counter()
-    encode_flat(fast, texts)
-    encode_s = time.perf_counter() - start
-    speeds["fast"] = megabytes / encode_s
-    speeds["fast, with reading its vocabulary"] = megabytes / (encode_s + vocabulary_seconds(tokenizer))
-    return speeds, (flat, np.concatenate([[0], np.cumsum(lengths)]))
+def whole_commands(args, source: Path, work: Path) -> tuple[list[tuple[float, float]], bool]:
+    """`--pairs` (reference, auto) wall times of the whole command, after one of each; whether their bytes agree."""
+    def command(encoder: str) -> list[str]:
+        return [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
+                str(work / encoder), "--tokenizer", args.tokenizer, "--workers", str(args.workers),
+                "--append-eod", "--no-progress", "--encoder", encoder]
+
+    wall(command("reference")), wall(command("auto"))  # the page cache, the proof and the early-read note
+    pairs = [(wall(command("reference"), args.quiet_s), wall(command("auto"), args.quiet_s)) for _ in range(args.pairs)]
+    same = all(filecmp.cmp(work / f"reference_text_document{s}", work / f"auto_text_document{s}", shallow=False)
+               for s in (".bin", ".idx"))
+    return pairs, same
 
 
-def peer_speeds(tokenizer, texts: list[str], reference: tuple[np.ndarray, np.ndarray]) -> dict[str, float] | None:
-    """gigatoken alone on `texts` (its own threads), as the reference's peer: MB/s without and with reading
-    its vocabulary (the same `tokenizer.json` as fastokens', less the special tokens, so that their strings
-    are text), and whether its ids equal the reference's on every text. None where it is not installed."""
-    try:
-        import awkward  # noqa: F401  (gigatoken returns awkward arrays: imported here, not timed)
-        from gigatoken.gigatoken_rs import load_hf_json
-    except ImportError:
-        return None
-    content = json.loads(tokenizer_json(tokenizer).read_text(encoding="utf-8"))
-    content["added_tokens"] = []
-    definition = json.dumps(content, ensure_ascii=False)
-    start = time.perf_counter()
-    peer = load_hf_json(definition)
-    read_s = time.perf_counter() - start
-    start = time.perf_counter()
-    encoded = peer.encode_batch(texts, parallel=True).layout
-    encode_s = time.perf_counter() - start
-    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
-    flat, offsets = reference
-    exact = (np.array_equal(np.asarray(encoded.offsets.data), offsets)
-             and np.array_equal(np.asarray(encoded.content.data), flat))
-    return {"alone": megabytes / encode_s, "with reading its vocabulary": megabytes / (encode_s + read_s),
-            "vocabulary read s": read_s, "exact": exact}
+def encoder_rows(args, texts: Path, work: Path) -> list[dict]:
+    """Each encoder on 1 and 2 threads, in its own process (`encoder_run.py`); each row's documents whose ids
+    differ from tiktoken's on 2 threads."""
+    rows = []
+    for encoder in ENCODERS:
+        for threads in THREADS:
+            wait_for_quiet(args.quiet_s)
+            out = work / f"{encoder}-{threads}"
+            out.mkdir()
+            done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encoder_run.py"), encoder, str(threads),
+                                   args.tokenizer, str(texts), str(out)], capture_output=True, text=True, check=True,
+                                  env={**os.environ, "RAYON_NUM_THREADS": str(threads)})
+            rows.append({"encoder": encoder, "threads": threads, "out": out, **json.loads(done.stdout.splitlines()[-1])})
+            if "read_s" not in rows[-1]:
+                break  # missing or unsupported: one row says so
+    reference = next(row["out"] for row in rows if row["encoder"] == "tiktoken" and row["threads"] == max(THREADS))
+    for row in rows:
+        if "read_s" in row:
+            row["differing"] = differing_documents(reference, row["out"])
+    return rows
+
+
+def differing_documents(reference: Path, other: Path) -> int:
+    """How many documents' ids differ between two runs' saved ids (a document missing counts as differing)."""
+    ids = [np.load(folder / "ids.npy") for folder in (reference, other)]
+    offsets = [np.load(folder / "offsets.npy") for folder in (reference, other)]
+    if len(offsets[0]) != len(offsets[1]):
+        return abs(len(offsets[0]) - len(offsets[1])) + min(len(offsets[0]), len(offsets[1])) - 1
+    return sum(not np.array_equal(ids[0][offsets[0][k]:offsets[0][k + 1]], ids[1][offsets[1][k]:offsets[1][k + 1]])
+               for k in range(len(offsets[0]) - 1))
+
+
+def print_encoders(rows: list[dict], megabytes: float, documents: int) -> None:
+    print(f"the encoders alone: {megabytes:.1f} MB of text in {documents:,} documents, each encoder in its own "
+          "process")
+    print(f"{'encoder':<22} {'threads':>7} {'read s':>7} {'MB/s':>7} {'MB/s read incl.':>16} {'docs differing':>15}")
+    for row in rows:
+        name = f"{row['encoder']} {row.get('version', '')}".strip()
+        if "read_s" not in row:
+            print(f"{row['encoder']:<22} {'':>7} {row.get('missing') or row.get('unsupported')}")
+            continue
+        alone, whole = megabytes / row["encode_s"], megabytes / (row["encode_s"] + row["read_s"])
+        print(f"{name:<22} {row['threads']:>7} {row['read_s']:7.2f} {alone:7.1f} {whole:16.1f} "
+              f"{row['differing']:>15,}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mb", type=float, default=100.0, help="MB of JSONL to preprocess")
+    parser.add_argument("--mb", type=float, default=90.0, help="MB of JSONL the whole command preprocesses")
     parser.add_argument("--tokenizer", default="llama3")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=3, help="reference/fast pairs timed (the median is shown)")
+    parser.add_argument("--quiet-s", type=float, default=120.0,
+                        help="seconds to wait at most, before each timed command, for the CPUs to go quiet")
+    parser.add_argument("--encoders-mb", type=float, default=90.0,
+                        help="MB of the input the encoders' table encodes (0: no table)")
     args = parser.parse_args()
-    tokenizer = load_tokenizer(args.tokenizer)
-    chosen = choose_encoder(tokenizer, "fast")  # the proof runs here, once, not inside a timed command
+    chosen = choose_encoder(load_tokenizer(args.tokenizer), "fast")  # the proof runs here, not in a timed command
     work = Path(tempfile.mkdtemp(prefix="encoder-bench-"))
     try:
-        source, texts = mixed_input(work / "mixed.jsonl", args.mb)
+        head = work / "head.jsonl"
+        source = mixed_input(work / "mixed.jsonl", args.mb, head, min(args.encoders_mb, args.mb))
         size_mb = source.stat().st_size / 1e6
-
-        def command(encoder: str) -> list[str]:
-            return [sys.executable, "-m", "helpers.preprocess", "--input", str(source), "--output-prefix",
-                    str(work / encoder), "--tokenizer", args.tokenizer, "--workers", str(args.workers),
-                    "--append-eod", "--no-progress", "--encoder", encoder]
-
-        wall(command("reference")), wall(command("fast"))  # warm the page cache and the proofs
-        pairs = [(wall(command("reference")), wall(command("fast"))) for _ in range(args.pairs)]
-        same = all(filecmp.cmp(work / f"reference_text_document{s}", work / f"fast_text_document{s}", shallow=False)
-                   for s in (".bin", ".idx"))
-        speeds, reference = encoder_speeds(tokenizer, texts, args.workers)
-        peer = peer_speeds(tokenizer, texts, reference)
+        pairs, same = whole_commands(args, source, work)
+        for prefix in ("reference", "auto"):
+            for suffix in (".bin", ".idx", ".json"):
+                (work / f"{prefix}_text_document{suffix}").unlink(missing_ok=True)  # room for the table's ids
+        rows = encoder_rows(args, head, work) if args.encoders_mb > 0 else []
+        text_mb = sum(len(json.loads(line)["text"].encode("utf-8")) for line in head.open(encoding="utf-8"))
+        documents = sum(1 for _ in head.open(encoding="utf-8"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    reference_s = statistics.median(a for a, _ in pairs)
-    fast_s = statistics.median(b for _, b in pairs)
-    ratio = statistics.median(a / b for a, b in pairs)
+    ratios = [a / b for a, b in pairs]
     print(f"input     {size_mb:.1f} MB of mixed corpus JSONL, tokenizer {args.tokenizer}, {args.workers} workers, "
-          f"{os.cpu_count()} cores, median of {args.pairs} pairs")
+          f"{os.cpu_count()} cores, {args.pairs} pairs")
     print(f"fast      {chosen.name}: {chosen.reason}")
     print(f"{'whole command':<34} {'wall s':>8} {'MB/s':>8}")
-    print(f"{'--encoder reference (today)':<34} {reference_s:8.2f} {size_mb / reference_s:8.1f}")
-    print(f"{'--encoder fast':<34} {fast_s:8.2f} {size_mb / fast_s:8.1f}")
-    print(f"speed-up  {ratio:.2f}x (median of the pairs' ratios); outputs byte-identical: {same}")
-    print(f"{'the encoder alone, same texts':<34} {'MB/s':>8}")
-    for name, speed in speeds.items():
-        print(f"{name:<34} {speed:8.1f}")
-    print(f"the whole fast command at {size_mb / fast_s / speeds['fast']:.0%} of the fast encoder's own speed, "
-          f"{size_mb / fast_s / speeds['fast, with reading its vocabulary']:.0%} of it with its vocabulary read")
-    if peer is None:
-        print("gigatoken (peer): not measured; fix: pip install -e '.[encoder-peer]'")
-        return
-    print(f"{'gigatoken ' + metadata.version('gigatoken') + ' (peer)':<34} {peer['alone']:8.1f}")
-    print(f"{'gigatoken, with reading its vocab.':<34} {peer['with reading its vocabulary']:8.1f}")
-    print(f"gigatoken read its vocabulary in {peer['vocabulary read s']:.2f} s (holding the interpreter lock); "
-          f"ids equal to the reference's on every text: {peer['exact']}")
+    for label, times in (("--encoder reference", [a for a, _ in pairs]), ("--encoder auto (fast)", [b for _, b in pairs])):
+        print(f"{label:<34} {statistics.median(times):8.2f} {size_mb / statistics.median(times):8.1f}")
+    print(f"speed-up  {statistics.median(ratios):.2f}x (median of the pairs' ratios; {min(ratios):.2f}-"
+          f"{max(ratios):.2f}x); outputs byte-identical: {same}")
+    if rows:
+        print_encoders(rows, text_mb / 1e6, documents)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from helpers.common.errors import UserError
 from helpers.datasets.indexed import bin_path, idx_path
 from helpers.datasets.sidecar import read_sidecar
 from helpers.preprocess import preprocess
-from helpers.tokenizers import encoders
+from helpers.tokenizers import early_vocabulary, encoders
 from helpers.tokenizers.encoders import choose_encoder, parity_sample
 from helpers.tokenizers.zoo import load_tokenizer
 
@@ -243,3 +243,84 @@ def test_the_proof_compares_the_ids_not_only_how_many(tmp_path):
     llama3 = load_tokenizer("llama3")
     verdict = _proof_with(llama3, _SameCountOtherIds(encoders.fast_tokenizer(llama3)), tmp_path)
     assert verdict["exact"] is False and "sample text 0" in verdict["difference"]
+
+
+def _note_here(tmp_path, monkeypatch, name="llama3") -> dict:
+    """The early-read note a command line leaves for `name`, kept in `tmp_path`."""
+    monkeypatch.setattr(early_vocabulary, "NOTE_DIR", tmp_path / "notes")
+    encoders.leave_early_note(name, load_tokenizer(name))
+    return json.loads(early_vocabulary.note_path(name).read_text(encoding="utf-8"))
+
+
+def _big_input(tmp_path, megabytes: int = 64):
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as out:
+        out.truncate(megabytes * 1_000_000)  # only its size is read before the run starts
+    return path
+
+
+def test_the_early_read_is_keyed_by_the_files_digest_and_skipped_when_stale(tmp_path, monkeypatch):
+    llama3 = load_tokenizer("llama3")
+    note = _note_here(tmp_path, monkeypatch)
+    assert note["fingerprint"] == llama3.fingerprint and note["sources"] == [str(llama3.bpe_file)]
+    flags = ["--input", str(_big_input(tmp_path)), "--tokenizer", "llama3", "--workers", "2"]
+    early_vocabulary.start(flags)
+    assert early_vocabulary.started(llama3.fingerprint)
+    read = early_vocabulary.take(llama3.fingerprint)
+    ids, offsets = encoders.encode_flat(read, ["naïve 👍🏽 e\u0301", "<|end_of_text|> x"])
+    assert ids[offsets[1]:].tolist() == llama3.encode("<|end_of_text|> x")  # the real vocabulary, specials as text
+    stale = dict(note, digest="0" * 16)  # the tokenizer's file changed since the note was left
+    early_vocabulary.note_path("llama3").write_text(json.dumps(stale), encoding="utf-8")
+    early_vocabulary.start(flags)
+    assert early_vocabulary.take(llama3.fingerprint) is None  # not read: the run reads the vocabulary itself
+    encoders.leave_early_note("llama3", llama3)  # which leaves the note anew
+    assert json.loads(early_vocabulary.note_path("llama3").read_text(encoding="utf-8")) == note
+
+
+@pytest.mark.parametrize("other", [["--encoder", "reference"], ["--parse-special-tokens"], ["--partitions", "2"],
+                                   ["--engine", "ray"], ["--tokenizer", "cl100k"], ["--small"]])
+def test_the_early_read_starts_only_where_the_run_will_use_it(tmp_path, monkeypatch, other):
+    llama3 = load_tokenizer("llama3")
+    _note_here(tmp_path, monkeypatch)
+    source = _jsonl(tmp_path) if other == ["--small"] else _big_input(tmp_path)  # auto takes tiktoken for 9 kB
+    flags = ["--input", str(source), "--tokenizer", "llama3", "--workers", "2"] + [f for f in other if f != "--small"]
+    early_vocabulary.start(flags)
+    assert not early_vocabulary.started(llama3.fingerprint)
+    early_vocabulary.start(flags[:6] + ["--encoder", "fast"] if other == ["--small"] else [])
+    assert early_vocabulary.started(llama3.fingerprint) == (other == ["--small"])  # fast insists, whatever the size
+    early_vocabulary.take(llama3.fingerprint)
+
+
+def test_the_early_read_without_fastokens_leaves_the_run_to_choose(tmp_path, monkeypatch):
+    llama3 = load_tokenizer("llama3")
+    _note_here(tmp_path, monkeypatch)
+
+    def no_fastokens(recipe):
+        raise ImportError("No module named 'fastokens'")
+
+    monkeypatch.setattr(early_vocabulary, "read_vocabulary", no_fastokens)
+    early_vocabulary.start(["--input", str(_big_input(tmp_path)), "--tokenizer", "llama3"])
+    assert early_vocabulary.take(llama3.fingerprint) is None
+    monkeypatch.setattr(encoders, "fast_version", lambda: None)
+    assert "fastokens is not installed" in choose_encoder(llama3, "auto").reason
+
+
+def test_a_command_line_run_leaves_the_note_and_the_next_one_reads_from_it(tmp_path):
+    import subprocess
+    import sys
+
+    llama3 = load_tokenizer("llama3")
+    note = early_vocabulary.note_path("llama3")
+    note.unlink(missing_ok=True)
+
+    def run(prefix):
+        done = subprocess.run([sys.executable, "-m", "helpers.preprocess", "--input", str(_jsonl(tmp_path)),
+                               "--output-prefix", str(tmp_path / prefix), "--tokenizer", "llama3", "--append-eod",
+                               "--no-progress", "--encoder", "fast"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "encoder         fastokens " in done.stdout
+        return _bytes(tmp_path / f"{prefix}_text_document")
+
+    first = run("first")
+    assert json.loads(note.read_text(encoding="utf-8"))["fingerprint"] == llama3.fingerprint
+    assert run("second") == first  # read from its first instant: the same bytes

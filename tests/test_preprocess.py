@@ -76,6 +76,17 @@ def test_special_token_strings_text_by_default_megatron_with_the_flag(tmp_path, 
     assert IndexedDataset(parsed.outputs["text"])[0].tolist().count(128001) == 2  # a silent mid-document EOD
 
 
+def test_special_token_strings_are_counted_however_the_json_writes_them(tmp_path):
+    """The count reads a line's bytes first: a special string written with escapes (`\\u003c|`) is still found."""
+    lines = ['{"text": "writes <|end_of_text|> plainly"}', '{"text": "writes \\u003c|end_of_text|> escaped"}',
+             '{"text": "\\u00e9 and no special string"}', '{"text": "none at all"}', '{"text": "<| alone"}']
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for encoder in ("fast", "reference"):
+        made = preprocess(jsonl, tmp_path / encoder, "llama3", append_eod=True, progress=False, encoder=encoder)
+        assert made.special_documents == 2
+
+
 @pytest.mark.parametrize("encoder", ["fast", "reference"])
 def test_corpus_domain_identical_to_megatron(tmp_path, exported, corpus_dir, encoder):
     docs = corpus_dir / "docs.jsonl"

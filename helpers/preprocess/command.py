@@ -30,7 +30,7 @@ from ..corpus.jsonl import check_json_keys
 from ..datasets.indexed import IndexedDataset
 from ..datasets.sidecar import data_facts, recorded_name, tokenizer_identity
 from ..engines.choice import ENGINES, check_engine_flags
-from ..tokenizers.encoders import ENCODERS, choose_encoder, load_fast_early
+from ..tokenizers.encoders import ENCODERS, choose_encoder, leave_early_note, load_fast_early
 from ..tokenizers.zoo import load_tokenizer
 from .outputs import RunFacts, datasets_written, remove_dataset
 from .partitions import LocalPartitions, PartsJob, part_prefixes, preprocess_partitions
@@ -63,6 +63,8 @@ def preprocess(input_path: str | os.PathLike, prefix: str | os.PathLike, tokeniz
     source.check_columns(json_keys, flag="--json-keys", lists=True)
     made_by = load_tokenizer(tokenizer)  # once here; each worker process loads it once for all its batches
     chosen = _encoder_for(made_by, source, json_keys, settings)
+    if settings.one_run and (chosen.fast or chosen.too_small):  # proved: the next command reads it early
+        leave_early_note(tokenizer, made_by)
     for_workers = RunSettings(tokenizer=recorded_name(made_by), json_keys=json_keys, append_eod=settings.append_eod,
                               parse_special=settings.parse_special_tokens, skip_bad_records=settings.skip_bad_records,
                               dtype=made_by.megatron_dtype.name, fast_encoder=chosen.fast)

@@ -73,6 +73,7 @@ class WorkerState:
     special_prefix: str = ""  # what all special strings start with ("<|" for Llama 3): a text without it has none
 
 
+_PLAIN = re.compile(r"[ !#-.0-\[\]-~]+")  # printable ASCII that JSON writes as itself (no quote, backslash, /)
 _worker: WorkerState | None = None  # this process's, set by `_init_worker`
 
 
@@ -109,11 +110,11 @@ def _parsed(task: LineBatch | RowsBatch | GroupRef) -> tuple[BatchResult, list[d
         if len(result.first_skips) < FIRST_SKIPS:
             result.first_skips.append(f"{where}: {reason}")
 
-    records = [record for _, _, _, record in read_records(task, settings.json_keys, bad, counts, lists=True)]
+    read = [(raw, record) for _, _, raw, record in read_records(task, settings.json_keys, bad, counts, lists=True)]
     result.lines, result.bytes, result.blank_lines = counts["read"], counts["bytes"], counts["blank"]
-    for record in records:
-        result.special_documents += _holds_special_strings(record, settings.json_keys)
-    return result, records
+    for raw, record in read:
+        result.special_documents += _holds_special_strings(record, settings.json_keys, raw)
+    return result, [record for _, record in read]
 
 
 def _encode_records(result: BatchResult, records: list[dict]) -> BatchResult:
@@ -122,9 +123,14 @@ def _encode_records(result: BatchResult, records: list[dict]) -> BatchResult:
     return result
 
 
-def _holds_special_strings(record: dict, keys: tuple[str, ...]) -> bool:
+def _holds_special_strings(record: dict, keys: tuple[str, ...], raw: bytes | None = None) -> bool:
+    """Whether a record's texts hold a special token's string; its JSON line `raw`, where there is one, answers
+    first for most lines: a prefix of plain characters (`<|`) that is not in the line's bytes can be in its
+    texts only written as `\\u` escapes."""
     pattern, prefix = _worker.special_pattern, _worker.special_prefix
     if pattern is None:
+        return False
+    if raw is not None and _PLAIN.fullmatch(prefix) and prefix.encode() not in raw and b"\\u" not in raw:
         return False
     return any(prefix in text and pattern.search(text) for key in keys for text in texts_of(record[key]))
 

@@ -41,6 +41,9 @@ from ..common.errors import UserError
 from ..common.files import write_text_atomically
 from ..common.paths import CACHE_DIR
 from .bpe_merges import one_merge_per_token
+from .early_vocabulary import files_digest, read_vocabulary, reference_is_faster, remember
+from .early_vocabulary import started as started_early
+from .early_vocabulary import take as take_early
 
 ENCODERS = ("auto", "fast", "reference")
 FAST = "fastokens"
@@ -155,15 +158,18 @@ def tokenizer_json(tokenizer) -> Path:
 
 def fast_tokenizer(tokenizer):
     """fastokens' encoder of `tokenizer`'s vocabulary, or None where it has none (the byte tokenizer, or no
-    fastokens installed); the one `load_fast_early` started, when it did. Raises fastokens' error for a
-    vocabulary it cannot read. The last `KEPT_LOADED` loaded stay with the process: reading Llama 3's takes
-    three quarters of a second, and a notebook or a script preprocesses file after file with the same one."""
+    fastokens installed); the one `load_fast_early`, or the command line's first instant (`early_vocabulary`),
+    started, when one did. Raises fastokens' error for a vocabulary it cannot read. The last `KEPT_LOADED`
+    loaded stay with the process: reading Llama 3's takes 0.6 s, and a notebook or a script preprocesses file
+    after file with the same one."""
     fingerprint = tokenizer.fingerprint
     if fingerprint in _loaded:
         _loaded.move_to_end(fingerprint)
         return _loaded[fingerprint]
     early = _early.pop(fingerprint, None)
-    fast = _load_fast(tokenizer) if early is None else early.result()  # its error, if any, raised here
+    fast = take_early(fingerprint) if early is None else early.result()  # its error, if any, raised here
+    if fast is None:
+        fast = _load_fast(tokenizer)
     if fast is not None:
         _loaded[fingerprint] = fast
         while len(_loaded) > KEPT_LOADED:
@@ -171,16 +177,41 @@ def fast_tokenizer(tokenizer):
     return fast
 
 
-def _load_fast(tokenizer):
+def fast_recipe(tokenizer) -> dict | None:
+    """How fastokens reads `tokenizer`'s vocabulary (`early_vocabulary.read_vocabulary`), or None where it has
+    none to read (the byte tokenizer, or no fastokens installed)."""
     if fast_version() is None or tokenizer.name == "bytes":
         return None
-    import fastokens
-
     preset = FAST_PRESETS.get(tokenizer.name)
     if preset is not None and tokenizer.kind == "tiktoken BPE":
-        return fastokens.Tokenizer.from_tiktoken(str(tokenizer.bpe_file), encoding=preset,
-                                                 special_tokens=dict(tokenizer.special_tokens))
-    return fastokens.Tokenizer.from_file(str(tokenizer_json(tokenizer)))
+        return {"tiktoken": str(tokenizer.bpe_file), "preset": preset,
+                "special_tokens": dict(tokenizer.special_tokens)}
+    return {"file": str(tokenizer_json(tokenizer))}
+
+
+def _load_fast(tokenizer):
+    recipe = fast_recipe(tokenizer)
+    return None if recipe is None else read_vocabulary(recipe)
+
+
+def early_note(tokenizer, verdict: dict) -> dict | None:
+    """What the next command line needs to read this vocabulary from its first instant (`early_vocabulary`):
+    None where fastokens is not proved for it, or where the files it is made from are not known."""
+    source = getattr(tokenizer, "bpe_file", None) or getattr(tokenizer, "model_file", None)
+    recipe = fast_recipe(tokenizer)
+    if not verdict.get("exact") or source is None or recipe is None or "vocabulary_read_s" not in verdict:
+        return None
+    costs = {key: verdict[key] for key in ("vocabulary_read_s", "fast_mb_s", "reference_mb_s")}
+    return {"fingerprint": tokenizer.fingerprint, "sources": [str(source)], "digest": files_digest([str(source)]),
+            "recipe": recipe, "costs": costs, "margin": REFERENCE_MARGIN, "fastokens": verdict["fastokens"]}
+
+
+def leave_early_note(tokenizer_argument: str, tokenizer) -> None:
+    """After a command line proved fastokens for `tokenizer` (given as `tokenizer_argument`), leave the note from
+    which the next one reads its vocabulary from its first instant (`early_vocabulary`)."""
+    note = early_note(tokenizer, proof(tokenizer))
+    if note is not None:
+        remember(tokenizer_argument, note)
 
 
 def vocabulary_seconds(tokenizer) -> float:
@@ -208,7 +239,7 @@ def load_fast_early(tokenizer) -> None:
     """Start loading fastokens' encoder on a thread of its own (reading Llama 3's vocabulary takes three
     quarters of a second, mostly without the interpreter lock), for this process's next `fast_tokenizer` to
     take: the input is read and parsed meanwhile."""
-    if tokenizer.fingerprint in _loaded or tokenizer.fingerprint in _early:
+    if tokenizer.fingerprint in _loaded or tokenizer.fingerprint in _early or started_early(tokenizer.fingerprint):
         return
     loader = ThreadPoolExecutor(1, thread_name_prefix="fast-encoder-load")
     _early[tokenizer.fingerprint] = loader.submit(_load_fast, tokenizer)
@@ -305,9 +336,7 @@ def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, *, workers: i
     if (partitions == 1 and tokenizer.fingerprint in _loaded) or "vocabulary_read_s" not in verdict:
         return None
     processes = max(1, min(workers, os.cpu_count() or 1))
-    reads = verdict["vocabulary_read_s"] * partitions / min(partitions, processes)  # the partitions' reads at once
-    with_fast = reads + megabytes / verdict["fast_mb_s"]
-    with_reference = megabytes / (verdict["reference_mb_s"] * processes)
+    with_fast, with_reference = reference_is_faster(verdict, megabytes, processes, partitions)
     if with_reference * REFERENCE_MARGIN >= with_fast:
         return None
     where = f" in each of its {partitions} partitions" if partitions > 1 else ""
