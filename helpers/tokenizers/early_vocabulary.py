@@ -10,7 +10,8 @@ choose fastokens; the run then takes the encoder (`take`) if, and only if, its t
 note names. A stale or missing note costs nothing but the read it does not save: the run reads the vocabulary
 itself, and writes a new note.
 
-This module imports only the standard library, so that it can run before anything else.
+This module imports only the standard library and two small modules of the package (`common.files`,
+`common.paths`), so that it can run before anything else.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def read_vocabulary(recipe: dict):
     return fastokens.Tokenizer.from_file(recipe["file"])
 
 
-def reference_is_faster(costs: dict, megabytes: float, processes: int, partitions: int = 1) -> tuple[float, float]:
+def encoding_seconds(costs: dict, megabytes: float, processes: int, partitions: int = 1) -> tuple[float, float]:
     """Seconds of encoding `megabytes` with fastokens (its vocabulary read included, once in each partition, on
     `processes` at once) and with the reference on `processes`, from the proof's measured `costs`
     (`vocabulary_read_s`, `fast_mb_s`, `reference_mb_s`)."""
@@ -97,7 +98,7 @@ def _wanted(flags: argparse.Namespace, note: dict) -> bool:
         processes = max(1, min(int(flags.workers or os.cpu_count() or 1), os.cpu_count() or 1))
     except (OSError, TypeError, ValueError):
         return False
-    with_fast, with_reference = reference_is_faster(note["costs"], megabytes, processes)
+    with_fast, with_reference = encoding_seconds(note["costs"], megabytes, processes)
     return flags.encoder == "fast" or with_reference * note["margin"] >= with_fast
 
 

@@ -41,7 +41,7 @@ from ..common.errors import UserError
 from ..common.files import write_text_atomically
 from ..common.paths import CACHE_DIR
 from .bpe_merges import one_merge_per_token
-from .early_vocabulary import files_digest, read_vocabulary, reference_is_faster, remember
+from .early_vocabulary import files_digest, read_vocabulary, encoding_seconds, remember
 from .early_vocabulary import started as started_early
 from .early_vocabulary import take as take_early
 
@@ -336,7 +336,7 @@ def too_small_for_fast(tokenizer, verdict: dict, megabytes: float, *, workers: i
     if (partitions == 1 and tokenizer.fingerprint in _loaded) or "vocabulary_read_s" not in verdict:
         return None
     processes = max(1, min(workers, os.cpu_count() or 1))
-    with_fast, with_reference = reference_is_faster(verdict, megabytes, processes, partitions)
+    with_fast, with_reference = encoding_seconds(verdict, megabytes, processes, partitions)
     if with_reference * REFERENCE_MARGIN >= with_fast:
         return None
     where = f" in each of its {partitions} partitions" if partitions > 1 else ""
