@@ -8,13 +8,8 @@ tokenized once and remembered, by spaCy's own algorithm written out in Python ov
 cases, prefix, suffix, infix and URL expressions, read from the installed spaCy), which gives the same tokens
 without building spaCy's documents and vocabulary entries (several times cheaper for a new run). The rules are read
 from spaCy once per version and kept in `data/cache/` (`english_rules`), so a later process starts in milliseconds
-instead of importing spaCy (about 2 s). Each expression is read once for the characters its matches can begin
-with (prefixes and infixes) or end with (suffixes), and a string without such a character is not searched; where
-one is, only the alternatives that can begin (end) with it are tried, and a URL is looked for only in a string with
-a full stop (`helpers.clean.text.affix_expressions`: on code and on text in other scripts most of a new run's time
-went to trying hundreds of alternatives in vain). A string of ASCII letters has nothing to peel, nor has a run
-whose first and last characters and every character between rule out a prefix, a suffix and an infix. A run's
-effect on the sentencizer is remembered with its tokens.
+instead of importing spaCy (about 2 s). Each expression is searched only where, and with only the alternatives
+that, can match (`helpers.clean.text.affix_expressions`); a run whose characters rule out every affix is whole.
 
 spaCy's last phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is done
 as spaCy does it: every place where a special case's affix tokens occur, the longest first, then the leftmost, each
