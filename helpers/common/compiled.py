@@ -2,10 +2,10 @@
 
 The hot loops of index building and batch layout are compiled with numba (`@jit(cache=True)`, below). The first
 compiled call in a process loads numba's compiler and registries, even from its cache: about 0.2 s on a
-2-core machine, and 0.3 s more where scipy is installed, for numba's BLAS probe imports `scipy.linalg`, unless
-scipy is hidden from it, as the first call here does (`_without_scipy`; the package's loops use no BLAS). A workshop
-notebook, a test or a short run spends less than that in the loops themselves. So each loop has a twin in
-numpy or plain Python that gives the same arrays, and the compiled loop runs only on work large enough to win
+2-core machine, and 0.3 s more where scipy is installed, for numba's BLAS probe imports `scipy.linalg`,
+unless scipy is hidden from it, as the first call here does (`_without_scipy`; the package's loops use no
+BLAS). A workshop notebook, a test or a short run spends less than that in the loops themselves. So each loop
+has a twin in numpy or plain Python that gives the same arrays, and the compiled loop runs only on work large enough to win
 its start-up back; tests hold every twin to its compiled loop. numba itself is imported only at a loop's first
 call (`jit`), so a process that runs none, a short training run for one, starts about 0.35 s sooner. The
 thresholds were measured on the 2-core machine:
@@ -77,12 +77,12 @@ class LazyJit:
         if self.dispatcher is None or not _LOADED:
             with _without_scipy():  # numba's first load, from its cache or not
                 result = self.compiled()(*args, **kwargs)
-            _LOADED.append(True)
+            _LOADED[:] = [True]
             return result
         return self.dispatcher(*args, **kwargs)
 
 
-_LOADED: list[bool] = []  # whether numba's registries are loaded in this process
+_LOADED: list[bool] = []  # [True] once numba's registries are loaded in this process
 
 
 class _HideScipy(importlib.abc.MetaPathFinder):

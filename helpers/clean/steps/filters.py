@@ -226,7 +226,6 @@ class C4Quality(SplitsEnglish, DocumentStep):
             return text, f"too_few_sentences: {sentences} sentences in kept lines < {self.min_num_sentences}"
         return "\n".join(kept).strip(), None
 
-
     def _possible(self, cited: str) -> tuple[bool, bool, bool, bool]:
         """Which line rules can fire at all (lorem ipsum, javascript, a curly bracket, a policy phrase): each looks
         for a piece of text that a line of `cited` (the text with its citations removed) can hold only where the

@@ -293,11 +293,7 @@ class EnglishWords:
         that follow one another ask for the same text's words; do not change the list)."""
         if text is self.last[0]:
             return self.last[1]
-        runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
-        found = list(map(self.runs.get, runs))
-        for index in missing(found):
-            found[index] = self._tokens(runs[index])
-        words = list(itertools.chain.from_iterable(found))
+        words = list(itertools.chain.from_iterable(self._each_run(text)))
         self.last = (text, words)
         return words
 
@@ -305,11 +301,15 @@ class EnglishWords:
         """`len(words(text))`, without making the list (the last text's words are counted where kept)."""
         if text is self.last[0]:
             return len(self.last[1])
-        runs = text.split()
+        return sum(map(len, self._each_run(text)))
+
+    def _each_run(self, text: str) -> list[tuple[str, ...]]:
+        """The tokens of each of the text's runs of non-whitespace characters, in order."""
+        runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
         found = list(map(self.runs.get, runs))
         for index in missing(found):
             found[index] = self._tokens(runs[index])
-        return sum(map(len, found))
+        return found
 
     def _is_punct(self, token: str) -> bool:
         """spaCy's `is_punct`: every character of Unicode category P."""
