@@ -39,22 +39,34 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 
 @jit(cache=True, nogil=True)
 def _fill_layout(windows, eod, reset_positions, mask_eod_loss, out):  # pragma: no cover - compiled
-    """`out[0..3]` = input_ids, labels, position_ids, document_ids of `windows` (`[B, S+1]`, any int dtype),
-    in one pass over each row: a document starts after each EOD (`eod` -1: none)."""
-    input_ids, labels, position_ids, document_ids = out[0], out[1], out[2], out[3]
-    rows, length = input_ids.shape
+    """`out[0..3]` = input_ids, labels, position_ids, document_ids of `windows` (`[B, S+1]`, any int dtype): a
+    document starts after each EOD (`eod` -1: none). Each tensor's row in a loop of its own, without a branch in
+    the common case, so that each loop is a straight widening copy or count the compiler vectorises (one loop
+    writing all four is about 1.6 times slower)."""
+    rows, length = out.shape[1], out.shape[2]
     for i in range(rows):
-        document, start = 0, 0
+        window, input_ids, labels, positions, documents = windows[i], out[0, i], out[1, i], out[2, i], out[3, i]
         for j in range(length):
-            token = windows[i, j]
-            input_ids[i, j] = token
-            labels[i, j] = IGNORE_INDEX if mask_eod_loss and token == eod else windows[i, j + 1]
-            position_ids[i, j] = j - start
-            document_ids[i, j] = document
-            if token == eod:
-                document += 1
-                if reset_positions:
+            input_ids[j] = window[j]
+        for j in range(length):
+            labels[j] = window[j + 1]
+        document = 0
+        for j in range(length):
+            documents[j] = document
+            document += window[j] == eod
+        if reset_positions:
+            start = 0
+            for j in range(length):
+                positions[j] = j - start
+                if window[j] == eod:
                     start = j + 1
+        else:
+            for j in range(length):
+                positions[j] = j
+        if mask_eod_loss:
+            for j in range(length):
+                if window[j] == eod:
+                    labels[j] = IGNORE_INDEX
 
 
 def _fill_layout_numpy(windows, eod, reset_positions, mask_eod_loss, out):
