@@ -338,7 +338,7 @@ def test_every_source_resumes_with_the_next_batches_and_another_global_batch(pre
 
 @pytest.mark.parametrize("kind", ["megatron", "npy", "shards", "packed"])
 def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(prefixes, tmp_path, kind):
-    """With workers, a step crosses to the main process as one tensor of token windows in the data's own
+    """With workers, a step crosses to the main process as one numpy array of token windows in the data's own
     dtype (4 bytes for Llama 3: half the bytes of one int64 tensor, an eighth of the batch), and the batches
     equal those made in one process; packed rows, which are not windows, cross whole."""
     from helpers.loading.loader import _StepWindows
@@ -359,6 +359,6 @@ def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(
     else:
         on_disk = {"megatron": IndexedDataset(prefixes["literature"]).dtype, "npy": np.load(paths["npy"]).dtype,
                    "shards": json.loads((Path(paths["shards"]) / "dataset_metadata.json").read_text())["dtype"]}
-        assert handed.numpy().dtype == np.dtype(on_disk[kind]) and handed.element_size() == 4
+        assert isinstance(handed, np.ndarray) and handed.dtype == np.dtype(on_disk[kind]) and handed.itemsize == 4
         assert handed.shape == (4, 33)
         assert _equal(with_workers.source.finish(handed), alone[0])

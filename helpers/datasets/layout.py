@@ -99,8 +99,8 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     input is EOD carries no loss (Megatron's `--reset-position-ids`, `--eod-mask-loss`).
 
     The windows may be in the data's own dtype (uint16, uint32: a quarter or half the bytes of int64 to
-    hand between processes). The four tensors are written in one compiled pass (numpy for a small batch:
-    `helpers.common.compiled`), one thread, into one recycled block (`batch_memory`): torch's copies run on
+    hand between processes). The four tensors are written by compiled loops, one per tensor (numpy for a small
+    batch: `helpers.common.compiled`), one thread, into one recycled block (`batch_memory`): torch's copies run on
     every core, and on a node whose cores are busy (other ranks, DataLoader workers) their threads wait for
     each other; fresh memory costs a page fault per 4 KB.
     Each tensor is contiguous and has its own storage.

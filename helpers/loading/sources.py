@@ -93,7 +93,7 @@ class Source:
         return None
 
     def finish(self, windows) -> dict[str, torch.Tensor]:
-        """The batch of `windows()`, in the layout (cheap: one pass, no page faults; see `from_windows`)."""
+        """The batch of `windows()`, in the layout (cheap: compiled loops, no page faults; see `from_windows`)."""
         return from_windows(windows, self.eod_id)
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:

@@ -1,7 +1,7 @@
 """The next batches on their way to the GPU while the current step runs, without the training thread waiting.
 
 A host-to-device copy on the compute stream waits for the step before it and delays the step after it, and
-taking a batch from the DataLoader's workers costs the host about a millisecond (the queue, shared memory,
+taking a batch from the DataLoader's workers costs the host up to a millisecond (the queue, the pipe,
 pinning). Here a background thread takes batch k+1, k+2, ... from the loader as soon as there is room for
 them and copies each to the GPU on a side CUDA stream (from pinned memory, `non_blocking`). The training
 thread only takes a staged batch from a queue; the compute stream waits for that batch's copy event, and each
