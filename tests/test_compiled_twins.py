@@ -69,6 +69,31 @@ def test_the_batch_layout(seed, rows, width, dtype, eod, reset, mask):
     np.testing.assert_array_equal(twin, compiled)
 
 
+@FEW
+@given(seed=st.integers(0, 2**16), documents=st.integers(1, 25), seq_length=st.integers(1, 40),
+       rows=st.integers(1, 6), eod=st.sampled_from([-1, 0, 3]), reset=st.booleans(), mask=st.booleans())
+def test_the_gather_and_layout_in_one_go(seed, documents, seq_length, rows, eod, reset, mask):
+    """`_gather_layout` (each window laid out as it is gathered, into rows in any order) gives what the twins of
+    the gather and of the layout give one after the other."""
+    tokens, lengths, pointers = stream(seed, documents)
+    if lengths.sum() < seq_length + 1:
+        lengths[0] += seq_length + 1
+        tokens = np.resize(tokens, int(lengths.sum()) + 1)
+        pointers = np.concatenate([[0], np.cumsum(lengths[:-1], dtype=np.int64)]) * tokens.itemsize
+    order = np.random.RandomState(seed).permutation(documents).astype(np.int32)
+    count = (int(lengths.sum()) - 1) // seq_length
+    indices = (gpt_dataset._sample_starts(lengths, order, seq_length, count), order, lengths, pointers,
+               tokens.itemsize)
+    rng = np.random.default_rng(seed)
+    samples, places = rng.integers(0, count, size=rows), rng.permutation(rows)
+    windows = np.empty((rows, seq_length + 1), dtype=np.int64)
+    gpt_dataset._gather_windows_numpy(tokens, samples, indices, windows)
+    twin, compiled = (np.full((4, rows, seq_length), -7, dtype=np.int64) for _ in range(2))
+    layout._fill_layout_numpy(windows, eod, reset, mask, twin)
+    gpt_dataset._gather_layout(tokens, samples, places, indices, (eod, reset, mask), compiled)
+    np.testing.assert_array_equal(twin, compiled[:, places])
+
+
 weights = st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 1.0]), min_size=1, max_size=4).filter(
     lambda w: sum(w) > 0)
 

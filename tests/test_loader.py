@@ -362,3 +362,20 @@ def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(
         assert isinstance(handed, np.ndarray) and handed.dtype == np.dtype(on_disk[kind]) and handed.itemsize == 4
         assert handed.shape == (4, 33)
         assert _equal(with_workers.source.finish(handed), alone[0])
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one prefix", "blend"])
+def test_a_large_batch_laid_out_as_it_is_gathered_equals_its_windows_laid_out(prefixes, tmp_path, mixed):
+    """A batch the compiled loops pay for is laid out as each window is gathered, never written out as windows:
+    the same four tensors as its windows laid out (the path of workers and of small batches), across an epoch's
+    end, for one prefix and a blend, with positions reset and EOD's loss masked."""
+    data_path = _blend(prefixes) if mixed else [prefixes["literature"]]
+    loader = make_dataloader(data_path, split="100,0,0", seq_length=2048, batch_size=32, num_samples=32 * 60,
+                             seed=3, cache_dir=tmp_path, reset_position_ids=True, eod_mask_loss=True)
+    source = loader.source
+    per_epoch = min(order.per_epoch for order in source.orders)
+    assert 32 * 60 > per_epoch, "the batches run into a second epoch"
+    for step in (0, per_epoch // 32, len(loader) - 1):
+        sample_ids = loader.steps.sample_ids(step)
+        windows = source.windows(sample_ids).copy()
+        assert _equal(source.batch(sample_ids), source.finish(windows))

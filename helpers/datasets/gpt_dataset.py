@@ -38,7 +38,7 @@ from ..common.errors import UserError
 from ..common.files import process_alive, temporary_name
 from .batch_memory import BATCH_BLOCKS
 from .indexed import IndexedDataset, fingerprint
-from .layout import from_windows
+from .layout import batch_of, from_windows, layout_row
 
 SPLITS = ("train", "valid", "test")
 SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
@@ -71,28 +71,46 @@ def parse_split(split: str) -> list[float]:
 
 
 @jit(cache=True, nogil=True)
-def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compiled
-    """Row i of `out` = the tokens of sample `samples[i]`, as wide as `out`: from where the sample index says it
-    starts (an entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per
-    sequence it touches, as megatron-core reads a sample. `indices`: (sample index, document index, sequence
-    lengths, sequence pointers, bytes per token). Nothing is built beforehand: the first batch of a new process
-    costs what its rows cost. One thread, no temporary arrays."""
+def _gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
+    """`row` = the tokens of sample `sample`, as wide as `row`: from where the sample index says it starts (an
+    entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per sequence
+    it touches, as megatron-core reads a sample. `indices`: (sample index, document index, sequence lengths,
+    sequence pointers, bytes per token)."""
     sample_index, document_index, lengths, pointers, itemsize = indices
-    width = out.shape[1]
+    width = row.size
+    entry, offset = sample_index[sample, 0], sample_index[sample, 1]
+    done = 0
+    while done < width:
+        if entry >= document_index.size:
+            raise IndexError("a window runs past the end of the document stream")
+        sequence = document_index[entry]
+        take = min(lengths[sequence] - offset, width - done)
+        first = pointers[sequence] // itemsize + offset
+        for j in range(take):
+            row[done + j] = tokens[first + j]
+        done += take
+        entry += 1
+        offset = 0
+
+
+@jit(cache=True, nogil=True)
+def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compiled
+    """Row i of `out` = the tokens of sample `samples[i]` (`_gather_row`). Nothing is built beforehand: the
+    first batch of a new process costs what its rows cost. One thread, no temporary arrays."""
     for i in range(samples.size):
-        entry, offset = sample_index[samples[i], 0], sample_index[samples[i], 1]
-        done = 0
-        while done < width:
-            if entry >= document_index.size:
-                raise IndexError("a window runs past the end of the document stream")
-            sequence = document_index[entry]
-            take = min(lengths[sequence] - offset, width - done)
-            first = pointers[sequence] // itemsize + offset
-            for j in range(take):
-                out[i, done + j] = tokens[first + j]
-            done += take
-            entry += 1
-            offset = 0
+        _gather_row(tokens, samples[i], indices, out[i])
+
+
+@jit(cache=True, nogil=True)
+def _gather_layout(tokens, samples, rows, indices, layout, out):  # pragma: no cover - compiled
+    """Rows `rows[i]` of `out[0..3]` laid out (`layout_row`) from the window of sample `samples[i]`, each
+    window gathered into one small row that stays in the core's cache rather than into a batch of windows
+    written out and read again. `layout`: (EOD id or -1, reset positions, mask EOD loss)."""
+    eod, reset_positions, mask_eod_loss = layout
+    window = np.empty(out.shape[2] + 1, dtype=tokens.dtype)
+    for i in range(samples.size):
+        _gather_row(tokens, samples[i], indices, window)
+        layout_row(window, eod, reset_positions, mask_eod_loss, out, rows[i])
 
 
 def _gather_windows_numpy(tokens, samples, indices, out):
@@ -350,23 +368,44 @@ class GPTDataset(torch.utils.data.Dataset):
         of the document index. In recycled memory (`batch_memory`): fresh memory costs a fault per page.
         `compiled`: gather with the compiled loop or its twin, as the whole batch's size says when these windows
         are part of one (`helpers.common.compiled`); None: as their own size says."""
-        sample_ids = np.asarray(sample_ids, dtype=np.int64)
-        if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
-            raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
-        samples = self.shuffle_index[sample_ids].astype(np.int64)
-        out = BATCH_BLOCKS.block((sample_ids.size, self.seq_length + 1), dtype)
+        samples = self._shuffled(sample_ids)
+        out = BATCH_BLOCKS.block((samples.size, self.seq_length + 1), dtype)
         data = self.dataset
         if compiled is None:
             compiled = compiled_pays(out.size, BATCH_TOKENS)
         gather = _gather_windows if compiled else _gather_windows_numpy
-        gather(data.tokens, samples, (self.sample_index, self.document_index, data.sequence_lengths,
-                                      data.sequence_pointers, data.dtype.itemsize), out)
+        gather(data.tokens, samples, self._indices(), out)
         return out
+
+    def _shuffled(self, sample_ids) -> np.ndarray:
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if sample_ids.size and (sample_ids.min() < 0 or sample_ids.max() >= len(self)):
+            raise IndexError(f"samples {sample_ids.min()}..{sample_ids.max()} out of range for {len(self)} samples")
+        return self.shuffle_index[sample_ids].astype(np.int64)
+
+    def _indices(self) -> tuple:
+        data = self.dataset
+        return self.sample_index, self.document_index, data.sequence_lengths, data.sequence_pointers, \
+            data.dtype.itemsize
+
+    def lay_out(self, sample_ids, rows: np.ndarray, out: np.ndarray) -> None:
+        """Rows `rows` of `out` (`[4, B, seq_length]` int64) = samples `sample_ids` in the layout of
+        `helpers.datasets.layout`, compiled, each window gathered and laid out in one go (the layout of
+        `windows()` without writing the windows out: for batches the compiled loops pay for)."""
+        c = self.config
+        layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
+        _gather_layout(self.dataset.tokens, self._shuffled(sample_ids), np.asarray(rows, dtype=np.int64),
+                       self._indices(), layout, out)
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""
         c = self.config
-        return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if not compiled_pays(sample_ids.size * (self.seq_length + 1), BATCH_TOKENS):
+            return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+        block = BATCH_BLOCKS.block((4, sample_ids.size, self.seq_length))
+        self.lay_out(sample_ids, np.arange(sample_ids.size), block)
+        return batch_of(block)
 
     def documents_seen(self, sample_ids) -> np.ndarray:
         """For each sequence of the split (in order), how many times samples `sample_ids` (after shuffling) hold

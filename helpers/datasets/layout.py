@@ -38,35 +38,41 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 
 
 @jit(cache=True, nogil=True)
+def layout_row(window, eod, reset_positions, mask_eod_loss, out, i):  # pragma: no cover - compiled
+    """Row `i` of `out[0..3]` (input_ids, labels, position_ids, document_ids) from one window of S+1 tokens (any
+    int dtype): a document starts after each EOD (`eod` -1: none). Each tensor's row in a loop of its own,
+    without a branch in the common case, so that each loop is a straight widening copy or count the compiler
+    vectorises (one loop writing all four is about 1.6 times slower)."""
+    length = out.shape[2]
+    input_ids, labels, positions, documents = out[0, i], out[1, i], out[2, i], out[3, i]
+    for j in range(length):
+        input_ids[j] = window[j]
+    for j in range(length):
+        labels[j] = window[j + 1]
+    document = 0
+    for j in range(length):
+        documents[j] = document
+        document += window[j] == eod
+    if reset_positions:
+        start = 0
+        for j in range(length):
+            positions[j] = j - start
+            if window[j] == eod:
+                start = j + 1
+    else:
+        for j in range(length):
+            positions[j] = j
+    if mask_eod_loss:
+        for j in range(length):
+            if window[j] == eod:
+                labels[j] = IGNORE_INDEX
+
+
+@jit(cache=True, nogil=True)
 def _fill_layout(windows, eod, reset_positions, mask_eod_loss, out):  # pragma: no cover - compiled
-    """`out[0..3]` = input_ids, labels, position_ids, document_ids of `windows` (`[B, S+1]`, any int dtype): a
-    document starts after each EOD (`eod` -1: none). Each tensor's row in a loop of its own, without a branch in
-    the common case, so that each loop is a straight widening copy or count the compiler vectorises (one loop
-    writing all four is about 1.6 times slower)."""
-    rows, length = out.shape[1], out.shape[2]
-    for i in range(rows):
-        window, input_ids, labels, positions, documents = windows[i], out[0, i], out[1, i], out[2, i], out[3, i]
-        for j in range(length):
-            input_ids[j] = window[j]
-        for j in range(length):
-            labels[j] = window[j + 1]
-        document = 0
-        for j in range(length):
-            documents[j] = document
-            document += window[j] == eod
-        if reset_positions:
-            start = 0
-            for j in range(length):
-                positions[j] = j - start
-                if window[j] == eod:
-                    start = j + 1
-        else:
-            for j in range(length):
-                positions[j] = j
-        if mask_eod_loss:
-            for j in range(length):
-                if window[j] == eod:
-                    labels[j] = IGNORE_INDEX
+    """`out[0..3]` = input_ids, labels, position_ids, document_ids of `windows` (`[B, S+1]`), row by row."""
+    for i in range(out.shape[1]):
+        layout_row(windows[i], eod, reset_positions, mask_eod_loss, out, i)
 
 
 def _fill_layout_numpy(windows, eod, reset_positions, mask_eod_loss, out):
@@ -117,6 +123,11 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     fill = _fill_layout if compiled_pays(windows.size, BATCH_TOKENS) else _fill_layout_numpy
     fill(windows, -1 if eod_id is None else int(eod_id), reset_positions=reset_position_ids,
          mask_eod_loss=eod_mask_loss, out=block)
+    return batch_of(block)
+
+
+def batch_of(block: np.ndarray) -> dict[str, torch.Tensor]:
+    """The batch whose four tensors are `block[0..3]` (`[4, B, S]` int64, laid out)."""
     return {key: torch.from_numpy(block[k]) for k, key in enumerate(BATCH_KEYS)}
 
 

@@ -72,6 +72,18 @@ class EpochOrder:
             out[chosen] = self.epoch(int(e)).windows(within[chosen], dtype, compiled)
         return out
 
+    def lay_out(self, numbers, rows: np.ndarray, out: np.ndarray) -> None:
+        """Rows `rows` of `out` (`[4, B, seq_length]`) = this dataset's samples `numbers` laid out, compiled
+        (`GPTDataset.lay_out`), each epoch's from its own order."""
+        numbers = np.asarray(numbers, dtype=np.int64)
+        epochs, within = np.divmod(numbers, self.per_epoch)
+        if numbers.size and epochs.min() == epochs.max():  # the usual case: a batch within one epoch
+            self.epoch(int(epochs[0])).lay_out(within, rows, out)
+            return
+        for e in np.unique(epochs):
+            chosen = epochs == e
+            self.epoch(int(e)).lay_out(within[chosen], rows[chosen], out)
+
     def documents_seen(self, consumed: int) -> np.ndarray:
         """For each document of the split, in how many epochs samples 0..consumed-1 held any of its tokens."""
         begin, end = self.span

@@ -41,7 +41,7 @@ from ..datasets.blending import (
 from ..datasets.formats import METADATA
 from ..datasets.gpt_dataset import GPTDatasetConfig, split_span
 from ..datasets.indexed import IndexedDataset, fingerprint, idx_path
-from ..datasets.layout import from_windows
+from ..datasets.layout import batch_of, from_windows
 from ..datasets.sidecar import DataFacts, data_facts
 from .epochs import EpochOrder
 from .mixing import Mix
@@ -213,6 +213,24 @@ class ScheduledSource(Source):
     def finish(self, windows) -> dict[str, torch.Tensor]:
         c = self.config
         return from_windows(windows, c.eod_id, c.reset_position_ids, c.eod_mask_loss)
+
+    def batch(self, sample_ids) -> dict[str, torch.Tensor]:
+        """The batch, in this process: a batch the compiled loops pay for is laid out as each window is gathered
+        (`GPTDataset.lay_out`: the windows are never written out whole), each dataset's rows by its own order."""
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        if not compiled_pays(sample_ids.size * (self.seq_length + 1), BATCH_TOKENS):
+            return self.finish(self.windows(sample_ids))
+        registry, numbers = self.mix.of(sample_ids)
+        block = BATCH_BLOCKS.block((4, sample_ids.size, self.seq_length))
+        rows = np.arange(sample_ids.size)
+        if len(self.orders) == 1:
+            self.orders[0].lay_out(numbers, rows, block)
+        else:
+            columns = self.mix.column_of(registry)
+            for k in np.unique(columns):
+                chosen = columns == k
+                self.orders[int(k)].lay_out(numbers[chosen], rows[chosen], block)
+        return batch_of(block)
 
     def cut(self) -> dict:
         """How samples are cut from each dataset: what `python -m helpers.audit ledger` needs to open them again."""
