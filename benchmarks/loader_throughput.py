@@ -17,7 +17,8 @@ pretrains), on the same tokens written by `litdata.optimize`, its batches turned
 targets as litgpt does; ours on the same tokens as `.bin/.idx`, as one `.npy` and as shards (all four
 layout tensors); and the copy limit (one gather of the batch's windows into int64 from the mapped
 tokens). These run through each loader's own iteration: idle and beside the busy process with no
-workers, and idle with 2 workers. LitData is not a dependency of the package:
+workers, and idle with 2 workers; then a new process's seconds to its first batch, imports included, ours and
+LitData's. LitData is not a dependency of the package:
 `pip install --no-deps litdata==0.2.76` and `pip install lightning-utilities filelock obstore boto3 tifffile`
 (its full install replaces torch).
 """
@@ -26,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from contextlib import contextmanager
@@ -199,6 +202,52 @@ def litdata_table(prefix: str, args, work: Path) -> None:
         print(condition)
         for name, value in measured.items():
             print(f"  {name:<60} {value:10,.0f} samples/s  ratio to LitData {value / litdata:5.2f}")
+    (_, idle), (_, busy), (_, workers) = rows
+    mine, limit = "ours, .bin/.idx", "copy limit (one gather into int64)"
+    print(f"ours (.bin/.idx) / the copy limit: {idle[mine] / idle[limit]:.2f} idle, {busy[mine] / busy[limit]:.2f} "
+          f"beside a busy process; with 2 workers / with none: {workers[mine] / idle[mine]:.2f}")
+    first_batch_table(prefix, folder, args)
+
+
+FIRST_BATCH = {
+    "ours": textwrap.dedent('''
+        import sys
+        from helpers.loading.loader import make_dataloader
+        prefix, batch_size, seq_length, seed = sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        batches = make_dataloader([prefix], split="100,0,0", seq_length=seq_length, batch_size=batch_size,
+                                  num_samples=8 * batch_size, seed=seed)
+        next(iter(batches))
+    '''),
+    "LitData": textwrap.dedent('''
+        import sys
+        from litdata import StreamingDataLoader, StreamingDataset
+        from litdata.streaming.item_loader import TokensLoader
+        folder, batch_size, seq_length, seed = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        dataset = StreamingDataset(folder, item_loader=TokensLoader(block_size=seq_length + 1), shuffle=True,
+                                   drop_last=True, seed=seed)
+        batch = next(iter(StreamingDataLoader(dataset, batch_size=batch_size, num_workers=0)))
+        inputs, targets = batch[:, :seq_length].contiguous().long(), batch[:, 1:seq_length + 1].contiguous().long()
+    '''),
+}
+
+
+def first_batch_table(prefix: str, folder: Path, args) -> None:
+    """Seconds from a new Python process's start to its first batch (imports included), ours and LitData's in
+    turn, round after round; ours with the index cache as a second run of a script finds it (a first run
+    writes it)."""
+    arguments = [prefix, str(folder), str(args.batch_size), str(args.seq_length), str(args.seed)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    subprocess.run([sys.executable, "-c", FIRST_BATCH["ours"], *arguments], env=env, check=True,
+                   capture_output=True)
+    seconds: dict[str, list[float]] = {name: [] for name in FIRST_BATCH}
+    for _ in range(max(args.rounds, 5)):
+        for name, script in FIRST_BATCH.items():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", script, *arguments], env=env, check=True, capture_output=True)
+            seconds[name].append(time.perf_counter() - start)
+    print(f"\na new process to its first batch, imports included (median of {len(seconds['ours'])} rounds, range)")
+    for name, values in seconds.items():
+        print(f"  {name:<10} {statistics.median(values):6.2f} s  ({min(values):.2f}-{max(values):.2f})")
 
 
 def main() -> None:

@@ -90,7 +90,8 @@ def test_the_gather_and_layout_in_one_go(seed, documents, seq_length, rows, eod,
     gpt_dataset._gather_windows_numpy(tokens, samples, indices, windows)
     twin, compiled = (np.full((4, rows, seq_length), -7, dtype=np.int64) for _ in range(2))
     layout._fill_layout_numpy(windows, eod, reset, mask, twin)
-    gpt_dataset._gather_layout(tokens, samples, places, indices, (eod, reset, mask), compiled)
+    gpt_dataset._gather_layout(tokens, samples, rows=places, indices=indices, layout=(eod, reset, mask),
+                               out=compiled)
     np.testing.assert_array_equal(twin, compiled[:, places])
 
 

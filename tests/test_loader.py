@@ -338,9 +338,10 @@ def test_every_source_resumes_with_the_next_batches_and_another_global_batch(pre
 
 @pytest.mark.parametrize("kind", ["megatron", "npy", "shards", "packed"])
 def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(prefixes, tmp_path, kind):
-    """With workers, a step crosses to the main process as one numpy array of token windows in the data's own
-    dtype (4 bytes for Llama 3: half the bytes of one int64 tensor, an eighth of the batch), and the batches
-    equal those made in one process; packed rows, which are not windows, cross whole."""
+    """With workers, a step's token windows reach the main process in the data's own dtype (4 bytes for Llama 3:
+    half the bytes of one int64 tensor, an eighth of the batch) through a slot of shared memory whose number is
+    all the worker hands over, and the batches equal those made in one process; packed rows, which are not
+    windows, cross whole."""
     from helpers.loading.loader import _StepWindows
 
     paths = {"megatron": _blend(prefixes), "packed": _blend(prefixes),
@@ -353,15 +354,17 @@ def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(
     alone = list(make_dataloader(**arguments))
     with_workers = make_dataloader(num_workers=2, **arguments)
     assert all(_equal(a, b) for a, b in zip(with_workers, alone)) and with_workers.step == len(alone)
-    handed = _StepWindows(with_workers.source, 4, 0, 1)[0]
+    steps = _StepWindows(with_workers.source, 4, 0, 1, slots=3)
+    handed = steps[4]
     if kind == "packed":
-        assert _equal(handed, alone[0])
+        assert _equal(handed, alone[4])
     else:
         on_disk = {"megatron": IndexedDataset(prefixes["literature"]).dtype, "npy": np.load(paths["npy"]).dtype,
                    "shards": json.loads((Path(paths["shards"]) / "dataset_metadata.json").read_text())["dtype"]}
-        assert isinstance(handed, np.ndarray) and handed.dtype == np.dtype(on_disk[kind]) and handed.itemsize == 4
-        assert handed.shape == (4, 33)
-        assert _equal(with_workers.source.finish(handed), alone[0])
+        windows = steps.slot(handed)
+        assert handed == 4 % 3 and windows.dtype == np.dtype(on_disk[kind]) and windows.itemsize == 4
+        assert windows.shape == (4, 33) and steps.memory.is_shared()
+        assert _equal(with_workers.source.finish(windows), alone[4])
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["one prefix", "blend"])

@@ -106,11 +106,10 @@ def _gather_layout(tokens, samples, rows, indices, layout, out):  # pragma: no c
     """Rows `rows[i]` of `out[0..3]` laid out (`layout_row`) from the window of sample `samples[i]`, each
     window gathered into one small row that stays in the core's cache rather than into a batch of windows
     written out and read again. `layout`: (EOD id or -1, reset positions, mask EOD loss)."""
-    eod, reset_positions, mask_eod_loss = layout
     window = np.empty(out.shape[2] + 1, dtype=tokens.dtype)
     for i in range(samples.size):
         _gather_row(tokens, samples[i], indices, window)
-        layout_row(window, eod, reset_positions, mask_eod_loss, out, rows[i])
+        layout_row(window, layout, out, rows[i])
 
 
 def _gather_windows_numpy(tokens, samples, indices, out):
@@ -394,8 +393,8 @@ class GPTDataset(torch.utils.data.Dataset):
         `windows()` without writing the windows out: for batches the compiled loops pay for)."""
         c = self.config
         layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
-        _gather_layout(self.dataset.tokens, self._shuffled(sample_ids), np.asarray(rows, dtype=np.int64),
-                       self._indices(), layout, out)
+        _gather_layout(self.dataset.tokens, self._shuffled(sample_ids), rows=np.asarray(rows, dtype=np.int64),
+                       indices=self._indices(), layout=layout, out=out)
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""

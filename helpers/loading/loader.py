@@ -13,8 +13,9 @@ A batch is a pure function of (data, seed, step): at step k, rank r of W ranks w
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
 Batches are counted as they are handed out, not as workers prefetch them. A worker hands over a batch's
-token windows as a numpy array in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors'
-bytes: the dearest part of a worker's batch is its trip to the main process), and the main process lays them out.
+token windows in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors' bytes: the dearest
+part of a worker's batch is its trip to the main process), through memory they share, and the main process lays
+them out.
 """
 
 from __future__ import annotations
@@ -78,20 +79,38 @@ class _StepBatches(torch.utils.data.Dataset):
 
 
 class _StepWindows(_StepBatches):
-    """What a worker hands over at step k: the batch's token windows as one numpy array in the data's dtype, laid
-    out by `Source.finish` in the main process; a batch that is not windows (packed rows) whole. A numpy array
-    travels pickled through the worker's pipe, which on 2 cores carries about 1.6 times the batches a torch tensor
-    does: torch moves a tensor into shared memory, and the main process connects to the worker for each one to
-    receive its file descriptor and map it again."""
+    """What a worker hands over at step k: the number of a slot of memory it shares with the main process, into
+    which it wrote the batch's token windows in the data's own dtype, laid out by `Source.finish` in the main
+    process; a batch that is not windows (packed rows) whole. Only a small number crosses the worker's pipe: a
+    torch tensor would be moved into shared memory of its own, and the main process would connect to the worker
+    to receive its file descriptor and map it, batch after batch; a numpy array would be pickled through the pipe
+    and copied twice. The slots are made before the workers start, twice as many as the DataLoader can have
+    asked for at once (`prefetch_factor` per worker), so the slot of step k is written again only for step
+    k + slots, asked for after the main process has laid out step k + slots / 2, long after step k."""
+
+    def __init__(self, source: Source, batch_size: int, rank: int, world_size: int, slots: int):
+        super().__init__(source, batch_size, rank, world_size)
+        self.slots, self.memory = slots, None
+        one = source.windows(self.sample_ids(0)[:1])  # a window's width and dtype (None: rows that are not windows)
+        if one is not None:
+            self.dtype, self.width = one.dtype, one.shape[1]
+            self.memory = torch.empty(slots * batch_size * one.nbytes, dtype=torch.uint8).share_memory_()
+
+    def slot(self, number: int) -> np.ndarray:
+        """Slot `number`: one step's `[batch_size, seq_length + 1]` windows, in the shared memory."""
+        return self.memory.numpy().view(self.dtype).reshape(self.slots, self.batch_size, self.width)[number]
 
     def __getitem__(self, step: int):
         sample_ids = self.checked_sample_ids(step)
-        windows = self.source.windows(sample_ids)
-        return self.source.batch(sample_ids) if windows is None else windows
+        if self.memory is None:
+            return self.source.batch(sample_ids)
+        number = step % self.slots
+        self.slot(number)[...] = self.source.windows(sample_ids)
+        return number
 
 
 def _as_handed(batch):
-    """The DataLoader's collate function: a worker's windows as they are (not made a tensor in the worker)."""
+    """The DataLoader's collate function: what a worker hands over, as it is."""
     return batch
 
 
@@ -134,15 +153,17 @@ class TokenBatches:
         if self.step >= len(self.steps):
             return
         if self.num_workers:
+            prefetch = self.prefetch_factor or 2  # torch's default
+            handed = _StepWindows(self.source, self.batch_size, self.rank, self.world_size,
+                                  slots=2 * self.num_workers * prefetch)
             loader = torch.utils.data.DataLoader(
-                _StepWindows(self.source, self.batch_size, self.rank, self.world_size), batch_size=None,
-                sampler=range(self.step, len(self.steps)), num_workers=self.num_workers, collate_fn=_as_handed,
-                prefetch_factor=self.prefetch_factor, persistent_workers=False)
+                handed, batch_size=None, sampler=range(self.step, len(self.steps)), num_workers=self.num_workers,
+                collate_fn=_as_handed, prefetch_factor=prefetch, persistent_workers=False)
         else:  # in this process: nothing for a DataLoader to add
             loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
-            if isinstance(batch, np.ndarray):
-                batch = self.source.finish(batch)
+            if isinstance(batch, int):
+                batch = self.source.finish(handed.slot(batch))
             if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
                 batch = {key: value.pin_memory() for key, value in batch.items()}
             self.step += 1
