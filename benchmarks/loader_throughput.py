@@ -4,7 +4,9 @@
         [--batch-size 32] [--seq-length 2048] [--batches 200] [--h100-tokens-per-s 500000]
 
 Both read the same Megatron prefix, the same samples in the same order (checked token for token on the
-first batches), in one process, no workers, after one warm-up batch, with torch's default threads. Megatron
+first batches), in one process, no workers, after one warm-up batch, with torch's default threads. Ours is
+measured in its steady state, numba loaded (`helpers.common.compiled`: a process lays out its first batches
+with the twins, as the first-batch table below sees it). Megatron
 is timed twice: with its default `create_attention_mask=True` (a [S, S] mask per sample) and without it.
 A row of ours reads the prefix twice, as two datasets under a 10-phase schedule: what mixing adds to a batch.
 Every rate is measured twice: on an idle machine, and beside one other process spinning on a core (as on
@@ -45,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from helpers.common.compiled import load_now  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
 from helpers.datasets.formats import indexed_to_npy, indexed_to_shards  # noqa: E402
@@ -267,6 +270,7 @@ def main() -> None:
                              "it, megatron-core shuffles its epochs together and the loader each on its own; "
                              "LitData restarts its workers each epoch)")
     args = parser.parse_args()
+    load_now()  # the steady state of a run past its first batches (a new process's first batch: its own table)
     if args.only_litdata:
         work = Path(tempfile.mkdtemp(prefix="loader-bench-"))
         litdata_table(args.prefix or corpus_prefix(work, args.copies), args, work)

@@ -4,12 +4,17 @@ with their edge cases (empty and one-token documents, starts past the stream's e
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, SAMPLE_INDEX_ENTRIES, compiled_pays
+from helpers.common.compiled import BATCH_TOKENS, GREEDY_SAMPLES, SAMPLE_INDEX_ENTRIES, compiled_pays, load_now
+from helpers.common.paths import REPO_ROOT
 from helpers.datasets import gpt_dataset, greedy, layout
 from helpers.loading import schedule
 
@@ -145,11 +150,28 @@ def chosen(rule, starts, table, ends, limits=None):
 @pytest.mark.parametrize("work, threshold", [(SAMPLE_INDEX_ENTRIES, SAMPLE_INDEX_ENTRIES),
                                              (BATCH_TOKENS, BATCH_TOKENS), (GREEDY_SAMPLES, GREEDY_SAMPLES)])
 def test_the_compiled_loop_runs_from_its_threshold_on(work, threshold):
+    load_now()
     assert compiled_pays(work, threshold) and not compiled_pays(work - 1, threshold)
 
 
-def test_a_batch_of_32_rows_of_2048_is_compiled_and_one_of_8_is_not():
-    assert compiled_pays(32 * 2049, BATCH_TOKENS) and not compiled_pays(8 * 2049, BATCH_TOKENS)
+def test_a_new_process_lays_out_its_first_batches_with_the_twins_and_loads_numba_once_they_add_up():
+    """Before numba is loaded, a batch of 32 rows of 2,049 is left to the twins until the twins' batch-sized work
+    passes BATCH_START_UP_WORK; then it is compiled, and so is every batch once numba is loaded; one of 8 never is.
+    In a process of its own, where nothing has loaded numba."""
+    script = textwrap.dedent("""
+        from helpers.common import compiled
+        batch = 32 * 2049
+        early = [compiled.compiled_pays(batch, compiled.BATCH_TOKENS) for _ in range(3)]
+        assert early == [False] * 3 and not compiled._LOADED, early
+        needed = compiled.BATCH_START_UP_WORK // batch
+        later = [compiled.compiled_pays(batch, compiled.BATCH_TOKENS) for _ in range(needed)]
+        assert later[-1] and not any(later[:needed - 4]), later.index(True)
+        assert not compiled.compiled_pays(8 * 2049, compiled.BATCH_TOKENS)
+        compiled.load_now()
+        assert compiled._LOADED and compiled.compiled_pays(batch, compiled.BATCH_TOKENS)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @FEW
@@ -169,9 +191,11 @@ def test_a_schedule_of_one_dataset_per_phase_needs_no_rule(phases, total, data):
                                                  (8, "_gather_windows_numpy", "_gather_windows")])
 def test_a_mixed_batch_is_gathered_as_its_whole_size_decides(docs_bytes_prefix, monkeypatch, rows, used, refused):
     """32 rows of 2,049 tokens over two datasets: each dataset's share (about 16 rows) is gathered compiled, as the
-    batch is; 8 rows are gathered by the twin. The other loop is made to fail, and the batch equals one without it."""
+    batch is (numba loaded, as in a process past its first batches); 8 rows are gathered by the twin. The other loop
+    is made to fail, and the batch equals one without it."""
     from helpers.loading.loader import make_dataloader
 
+    load_now()
     def mixed():
         return make_dataloader([docs_bytes_prefix, docs_bytes_prefix], schedule=[(0, [1, 1])], split="100,0,0",
                                seq_length=2048, batch_size=rows, num_samples=rows, seed=3, cache_dir=None)

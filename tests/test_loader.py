@@ -371,7 +371,11 @@ def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(
 def test_a_large_batch_laid_out_as_it_is_gathered_equals_its_windows_laid_out(prefixes, tmp_path, mixed):
     """A batch the compiled loops pay for is laid out as each window is gathered, never written out as windows:
     the same four tensors as its windows laid out (the path of workers and of small batches), across an epoch's
-    end, for one prefix and a blend, with positions reset and EOD's loss masked."""
+    end, for one prefix and a blend, with positions reset and EOD's loss masked (numba loaded, as in a process past
+    its first batches)."""
+    from helpers.common.compiled import load_now
+
+    load_now()
     data_path = _blend(prefixes) if mixed else [prefixes["literature"]]
     loader = make_dataloader(data_path, split="100,0,0", seq_length=2048, batch_size=32, num_samples=32 * 60,
                              seed=3, cache_dir=tmp_path, reset_position_ids=True, eod_mask_loss=True)

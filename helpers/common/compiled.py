@@ -14,7 +14,11 @@ thresholds were measured on the 2-core machine:
   binary search) took 0.08 s for 2M entries where numba took 0.56 s with its start-up, and 1.22 s for 20M
   where numba took 0.77 s;
 - a batch, by the tokens of its windows: at 8 rows of 2,049 the twins gather and lay out a batch in 63 us
-  against numba's 35 us, at 32 rows in 233 us against 138 us, so batches of 32 x 2,048 and up are compiled;
+  against numba's 35 us, at 32 rows in 430 us against 180 us, so batches of 32 x 2,048 and up are compiled, but
+  only once numba is loaded: a batch's loops run again and again, and a process that takes a few batches and ends
+  spends more on numba (about 0.2 s to load its loops, 0.3 s more to tear them down at exit) than they save, so a
+  process starts on the twins and loads numba once their batch-sized work adds up to `BATCH_START_UP_WORK`, about
+  what they lose to the compiled loops meanwhile (a loader that rents until it has paid the price of buying);
 - a blend's or a schedule's greedy rule, by samples: the Python loop takes about 2 us a sample with three
   datasets, 0.1 s for 50,000;
 - Gopher's n-gram measures of a document (`helpers.clean.text.ngrams`), by words: all nine took the twins 166 us at
@@ -35,9 +39,24 @@ BATCH_TOKENS = 65_536
 GREEDY_SAMPLES = 50_000
 
 
+# Batch-sized work (tokens of windows) the twins are asked for before a process loads numba. A batch asks once for
+# each of its loops: a Megatron prefix's for its gather and its layout, a schedule's once more, a .npy file's or
+# shards' for the layout alone; so 760 to 2,290 batches of 32 x 2,049, over which the twins lose 0.2 to 0.6 s to
+# the compiled loops (0.25 ms a batch), the order of numba's own start-up and teardown.
+BATCH_START_UP_WORK = 150_000_000
+_TWIN_BATCH_WORK = [0]
+
+
 def compiled_pays(work: int, threshold: int) -> bool:
-    """Whether `work` (in the unit of `threshold`) is large enough for the compiled loop."""
-    return work >= threshold
+    """Whether `work` (in the unit of `threshold`) is large enough for the compiled loop. For a batch's loops
+    (`BATCH_TOKENS`), once numba is loaded in this process or the twins' batch-sized work has passed
+    `BATCH_START_UP_WORK` (see the module docstring)."""
+    if work < threshold:
+        return False
+    if threshold != BATCH_TOKENS or _LOADED:
+        return True
+    _TWIN_BATCH_WORK[0] += work
+    return _TWIN_BATCH_WORK[0] > BATCH_START_UP_WORK
 
 
 _MAKING = threading.Lock()  # loops called from the loader's threads are made once
@@ -118,3 +137,14 @@ def jit(**options) -> Callable[[Callable], LazyJit]:
     """`@jit(cache=True)` in place of `@numba.njit(cache=True)`: the same compiled loop, numba imported at its
     first call."""
     return lambda function: LazyJit(function, options)
+
+
+@jit(cache=True)
+def _nothing(value):  # pragma: no cover - compiled
+    return value
+
+
+def load_now() -> None:
+    """Load numba in this process now, so that batches are compiled from the first (a benchmark of a long run's
+    steady state; a test of the compiled path)."""
+    _nothing(0)
