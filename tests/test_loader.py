@@ -386,3 +386,12 @@ def test_a_large_batch_laid_out_as_it_is_gathered_equals_its_windows_laid_out(pr
         sample_ids = loader.steps.sample_ids(step)
         windows = source.windows(sample_ids).copy()
         assert _equal(source.batch(sample_ids), source.finish(windows))
+
+
+@pytest.mark.parametrize("options, says", [({"num_workers": -1}, "num_workers"), ({"num_workers": 2.0}, "num_workers"),
+                                           ({"num_workers": 2, "prefetch_factor": 0}, "prefetch_factor"),
+                                           ({"num_workers": 2, "prefetch_factor": -1}, "prefetch_factor")])
+def test_workers_and_prefetch_out_of_range_are_one_line(prefixes, options, says):
+    with pytest.raises(UserError, match=f"^{says} must be a whole number.*; fix: "):
+        make_dataloader([prefixes["literature"]], seq_length=64, batch_size=4, num_samples=40, cache_dir=None,
+                        **options)

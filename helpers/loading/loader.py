@@ -21,6 +21,7 @@ them out.
 from __future__ import annotations
 
 import logging
+import numbers
 from dataclasses import replace
 
 import numpy as np
@@ -153,7 +154,7 @@ class TokenBatches:
         if self.step >= len(self.steps):
             return
         if self.num_workers:
-            prefetch = self.prefetch_factor or 2  # torch's default
+            prefetch = 2 if self.prefetch_factor is None else int(self.prefetch_factor)  # None: torch's default
             handed = _StepWindows(self.source, self.batch_size, self.rank, self.world_size,
                                   slots=2 * self.num_workers * prefetch)
             loader = torch.utils.data.DataLoader(
@@ -249,6 +250,7 @@ def make_dataloader(data_path=None, *, settings: LoaderSettings | None = None, *
     if settings.batch_size < 1 or settings.seq_length < 1:
         raise UserError(f"batch_size and seq_length must be positive, got {settings.batch_size} and "
                         f"{settings.seq_length}; fix: give both at least 1")
+    _check_workers(settings.num_workers, settings.prefetch_factor)
     rank, world_size = _ranks(settings.rank, settings.world_size)
     pin = torch.cuda.is_available() if settings.pin_memory is None else settings.pin_memory
     settings = replace(settings, rank=rank, world_size=world_size, pin_memory=pin)
@@ -258,6 +260,21 @@ def make_dataloader(data_path=None, *, settings: LoaderSettings | None = None, *
     else:
         log.info(data.describe())
     return TokenBatches(data, settings)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_workers(workers, prefetch) -> None:
+    """`num_workers` a whole number from 0 and `prefetch_factor` one from 1 (or None), refused in one line before
+    the workers' shared memory is sized by them."""
+    if not _whole(workers) or workers < 0:
+        raise UserError(f"num_workers must be a whole number from 0, got {workers!r}; fix: e.g. num_workers=2 "
+                        "(0: batches made in this process)")
+    if prefetch is not None and (not _whole(prefetch) or prefetch < 1):
+        raise UserError(f"prefetch_factor must be a whole number from 1, got {prefetch!r}; fix: e.g. prefetch_factor=4 "
+                        "(None: torch's default, 2)")
 
 
 def _settings(data_path, settings: LoaderSettings | None, options: dict) -> LoaderSettings:
