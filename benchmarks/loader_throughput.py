@@ -8,7 +8,8 @@ first batches), in one process, no workers, after one warm-up batch, with torch'
 measured in its steady state, numba loaded (`helpers.common.compiled`: a process lays out its first batches
 with the twins, as the first-batch table below sees it). Megatron
 is timed twice: with its default `create_attention_mask=True` (a [S, S] mask per sample) and without it.
-A row of ours reads the prefix twice, as two datasets under a 10-phase schedule: what mixing adds to a batch.
+Two rows of ours read the prefix twice, as two datasets: a fixed blend, and a 10-phase schedule (what a schedule
+adds to a blend's batch).
 Every rate is measured twice: on an idle machine, and beside one other process spinning on a core (as on
 a GPU node, where other ranks and workers hold cores). The last line compares
 our rate with what a training run consumes (`--h100-tokens-per-s`, e.g. the h100 preset's measured rate).
@@ -58,6 +59,7 @@ from helpers.preprocess import preprocess  # noqa: E402
 
 OURS = "ours (vectorised gather, numpy batch)"
 SCHEDULED = "ours, a 10-phase schedule over the prefix twice"
+BLENDED = "ours, a fixed blend of the prefix twice (0.5, 0.5)"
 
 
 def corpus_prefix(work: Path, copies: int = 1) -> str:
@@ -290,6 +292,8 @@ def main() -> None:
     phases = [(round(step), [1 + k % 3, 1 + (k + 1) % 2]) for k, step in enumerate(np.linspace(0, args.batches, 10))]
     scheduled = make_dataloader([prefix, prefix], schedule=phases, split="100,0,0", seq_length=S, batch_size=B,
                                 num_samples=num_samples, seed=args.seed, cache_dir=None)
+    blended = make_dataloader(["0.5", prefix, "0.5", prefix], split="100,0,0", seq_length=S, batch_size=B,
+                              num_samples=num_samples, seed=args.seed, cache_dir=None)
     collate = torch.utils.data.default_collate
     megatron = {mask: megatron_dataset(prefix, S, num_samples, args.seed, mask) for mask in (True, False)}
 
@@ -298,7 +302,8 @@ def main() -> None:
         assert torch.equal(ours.batch_at(step)["input_ids"], theirs["tokens"].long()), "samples differ"
 
     def measure() -> dict[str, float]:
-        results = {OURS: rate(ours.batch_at, args.batches), SCHEDULED: rate(scheduled.batch_at, args.batches)}
+        results = {OURS: rate(ours.batch_at, args.batches), BLENDED: rate(blended.batch_at, args.batches),
+                   SCHEDULED: rate(scheduled.batch_at, args.batches)}
         for mask, dataset in megatron.items():
             name = f"megatron-core GPTDataset + default_collate (create_attention_mask={mask})"
             results[name] = rate(lambda step, d=dataset: collate([d[step * B + b] for b in range(B)]),
@@ -315,7 +320,8 @@ def main() -> None:
         for name, value in results.items():
             print(f"  {name:<72} {value:8.1f} batches/s  {value * B * S / 1e6:8.2f} M tokens/s"
                   f"  ratio {results[OURS] / value:6.2f}")
-    print(f"ours beside a busy process / ours idle: {busy[OURS] / idle[OURS]:.2f}")
+    print(f"ours beside a busy process / ours idle: {busy[OURS] / idle[OURS]:.2f}; the schedule / the fixed blend: "
+          f"{idle[SCHEDULED] / idle[BLENDED]:.2f} idle, {busy[SCHEDULED] / busy[BLENDED]:.2f} beside a busy process")
     if args.h100_tokens_per_s:
         print(f"ours / training consumption ({args.h100_tokens_per_s:,.0f} tokens/s): "
               f"{idle[OURS] * B * S / args.h100_tokens_per_s:.1f}x")
