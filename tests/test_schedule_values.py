@@ -1,0 +1,161 @@
+"""Blend schedules and the ledger against values worked out by hand, not against another run of the same code: the
+greedy rule's choice sample by sample, the sample each phase starts at, the weights a phase is normalised to, each
+refusal's exact line, where a resumed run's segments begin, and the ledger's epochs, asked samples, reached phases
+and rank stints at their boundaries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers.audit.ledger import ledger
+from helpers.common.errors import UserError
+from helpers.loading.loader import make_dataloader
+from helpers.loading.schedule import Segment, choose, load_schedule_file, parse_schedule, resumed_segments, \
+    segments_of
+from helpers.preprocess import preprocess
+
+SEQ = 16
+
+
+def test_the_greedy_rule_chooses_as_worked_out_by_hand():
+    # sample r of a segment goes to the largest w x max(r, 1) - taken; ties to the lowest index
+    dataset, number = choose([Segment(0, (0.75, 0.25))], 8)
+    assert dataset.tolist() == [0, 1, 0, 0, 0, 1, 0, 0]
+    assert number.tolist() == [0, 0, 1, 2, 3, 1, 4, 5]
+    dataset, number = choose([Segment(0, (0.5, 0.5))], 6)
+    assert dataset.tolist() == [0, 1, 0, 1, 0, 1] and number.tolist() == [0, 0, 1, 1, 2, 2]
+    # a dataset of weight 0 is never drawn, even where its score (0) ties the others'
+    dataset, _ = choose([Segment(0, (0.0, 0.5, 0.5))], 6)
+    assert dataset.tolist() == [1, 2, 1, 2, 1, 2]
+    # a new segment restarts the counts where it begins, each dataset's numbers go on
+    dataset, number = choose([Segment(0, (0.5, 0.5)), Segment(4, (0.25, 0.75))], 8)
+    assert dataset.tolist() == [0, 1, 0, 1, 1, 0, 1, 1]
+    assert number.tolist() == [0, 0, 1, 1, 2, 2, 3, 4]
+
+
+def test_each_phase_starts_at_its_step_times_the_samples_of_a_step_in_the_registry_s_columns():
+    phases = parse_schedule([(0, [0.7, 0.3]), (800, [0.2, 0.8])], 2)
+    assert segments_of(phases, 32, columns=[2, 0], registry_size=3) == [
+        Segment(0, (0.3, 0.0, 0.7)), Segment(25_600, (0.8, 0.0, 0.2))]
+
+
+def test_phases_are_read_from_pairs_or_mappings_and_normalised():
+    assert parse_schedule([{"step": 0, "weights": [1, 3]}, (np.int64(5), (2, 2))], 2) == [
+        (0, (0.25, 0.75)), (5, (0.5, 0.5))]
+
+
+@pytest.mark.parametrize("schedule, line", [
+    ("0:1,1", "schedule '0:1,1': fix: give a list of (step, weights) phases, the first at step 0"),
+    ([], "schedule []: fix: give a list of (step, weights) phases, the first at step 0"),
+    ([(0, [1, 1]), (5,)], "schedule phase 2 ((5,)) is not (step, weights); fix: write e.g. (800, [0.2, 0.8])"),
+    ([{"step": 0}], "schedule phase 1: None is not 2 weights, one per dataset in the order the datasets are listed; "
+                    "fix: give one weight per dataset"),
+    ([(True, [1, 1])], "schedule phase 1: step True is not a whole number of steps; fix: e.g. 800"),
+    ([(0, [1, 1]), (-1, [1, 1])], "schedule phase 2: step -1 is not a whole number of steps; fix: e.g. 800"),
+    ([(0.0, [1, 1])], "schedule phase 1: step 0.0 is not a whole number of steps; fix: e.g. 800"),
+    ([(0, [1, 1, 1])], "schedule phase 1: [1, 1, 1] is not 2 weights, one per dataset in the order the datasets are "
+                       "listed; fix: give one weight per dataset"),
+    ([(0, [1, 1]), (4, [1, 0]), (4, [0, 1])], "schedule phase 3 starts at step 4, not after step 4; fix: list the "
+                                              "phases in order of their steps"),
+    ([(3, [1, 1])], "the schedule's first phase starts at step 3; fix: start it at step 0"),
+    ([(0, [1, -1])], "schedule phase 1: weights must be non-negative numbers, got [1.0, -1.0]; fix: give each "
+                     "dataset 0 or more"),
+    ([(0, [1, float("inf")])], "schedule phase 1: weights must be non-negative numbers, got [1.0, inf]; fix: give "
+                               "each dataset 0 or more"),
+    ([(0, [0, 0])], "schedule phase 1: weights sum to 0.0; fix: give at least one dataset a positive weight"),
+])
+def test_each_bad_schedule_is_refused_in_its_own_line(schedule, line):
+    with pytest.raises(UserError) as refused:
+        parse_schedule(schedule, 2)
+    assert str(refused.value) == line
+
+
+def test_a_schedule_file_weighs_prefixes_by_name_and_refuses_what_it_cannot_read(tmp_path):
+    path = tmp_path / "mix.yaml"
+    path.write_text("datasets: [a, b, c]\nphases:\n  - {step: 0, weights: {b: 1, a: 3}}\n  - {step: 8, weights: "
+                    "[0, 0, 1]}\n")
+    assert load_schedule_file(path) == (["a", "b", "c"], [(0, [3, 1, 0]), (8, [0, 0, 1])])
+    for content, line in (
+            ("datasets: [a]\nphases: [{step: 0, weights: {z: 1}}]\n",
+             f"{path}: phase 1 weighs ['z'], not among its datasets; fix: name the prefixes of 'datasets'"),
+            ("datasets: [a]\nphases: [{step: 0, weights: [1]}]\nseed: 3\n",
+             f"{path}: a schedule file has two lists, 'datasets' (the prefixes) and 'phases', and nothing else; "
+             f"found keys datasets, phases, seed; fix: write e.g. 'datasets: [PREFIX_A, PREFIX_B]' and 'phases: "
+             "[{step: 0, weights: [0.7, 0.3]}, {step: 800, weights: [0.2, 0.8]}]'"),
+            ("- a\n- b\n", "found a list;"),
+            ("datasets: [a]\nphases: [{step: 0, weight: [1]}]\n",
+             f"{path}: phase 1 ({{'step': 0, 'weight': [1]}}) should have 'step' and 'weights' only; fix: write e.g. "
+             "{step: 800, weights: [0.2, 0.8]}")):
+        path.write_text(content)
+        with pytest.raises(UserError) as refused:
+            load_schedule_file(path)
+        assert line in str(refused.value) and str(refused.value).startswith(f"{path}: ")
+
+
+def test_a_resume_keeps_the_segments_that_began_before_it_and_not_one_that_begins_at_it():
+    history = [Segment(0, (1.0, 0.0)), Segment(10, (0.0, 1.0))]
+    assert resumed_segments(history, 10, [Segment(0, (0.5, 0.5))]) == [Segment(0, (1.0, 0.0)),
+                                                                       Segment(10, (0.5, 0.5))]
+    assert resumed_segments(history, 11, [Segment(0, (0.5, 0.5))]) == [*history, Segment(11, (0.5, 0.5))]
+    assert resumed_segments(history, 11, [Segment(0, (0.5, 0.5)), Segment(11, (0.0, 1.0))]) == \
+        [*history, Segment(11, (0.0, 1.0))]
+
+
+@pytest.fixture(scope="module")
+def two_prefixes(tmp_path_factory, corpus_dir) -> list[str]:
+    """Two byte-level datasets of 3 documents of 200 characters each (603 tokens with their EODs)."""
+    folder = tmp_path_factory.mktemp("ledger-values")
+    made = []
+    for name in ("literature", "docs"):
+        lines = (corpus_dir / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+        texts = [json.loads(line)["text"].encode("ascii", "ignore").decode()[:200] for line in lines]
+        assert all(len(text) == 200 for text in texts)
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+        made.append(preprocess(folder / f"{name}.jsonl", folder / name, "bytes", append_eod=True,
+                               progress=False).outputs["text"])
+    return made
+
+
+def book_at(prefixes, step: int, schedule) -> dict:
+    run = make_dataloader(prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=1, schedule=schedule)
+    run.step = step
+    return ledger(run.state_dict())
+
+
+def test_the_ledger_counts_an_epoch_begun_only_once_its_first_sample_is_taken(two_prefixes):
+    per_epoch = (603 - 1) // SEQ  # megatron-core's samples per epoch: whole windows of SEQ + 1 tokens
+    assert per_epoch == 37
+    for step, epochs in ((37, 1), (38, 2)):
+        first = book_at(two_prefixes, step, [(0, [1, 0])])["datasets"][0]
+        assert (first["samples"], first["samples_per_epoch"], first["epochs"]) == (step, per_epoch, epochs)
+        assert first["tokens"] == step * SEQ
+        seen = first["documents_seen"]  # documents seen 0, 1, 2 times: every one once in a whole epoch
+        assert seen == [0, 3] if epochs == 1 else (len(seen) == 3 and seen[0] == 0 and sum(seen) == 3)
+
+
+def test_the_ledger_s_asked_samples_follow_each_phase_and_a_phase_is_reached_past_its_first_sample(two_prefixes):
+    schedule = [(0, [3, 1]), (40, [0, 1])]
+    at_phase = book_at(two_prefixes, 40, schedule)
+    assert [d["asked_samples"] for d in at_phase["datasets"]] == [30.0, 10.0]
+    assert [p["reached"] for p in at_phase["phases"]] == [True, False]
+    past = book_at(two_prefixes, 44, schedule)
+    assert [d["asked_samples"] for d in past["datasets"]] == [30.0, 14.0]
+    assert [d["samples"] for d in past["datasets"]] == [30, 14]
+    assert [(p["from"], p["to"], p["reached"]) for p in past["phases"]] == [(0, 40, True), (40, None, True)]
+
+
+def test_the_ledger_names_each_gap_or_broken_step_in_the_ranks_stints(two_prefixes):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=2, schedule=[(0, [1, 1])])
+    run.step = 10
+    state = run.state_dict()
+    assert ledger(state)["ranks"] == {"disjoint": True, "problems": [], "stints": state["stints"]}
+    state["stints"] = [{"from": 0, "to": 6, "world_size": 1, "batch_size": 2},
+                       {"from": 8, "to": 18, "world_size": 1, "batch_size": 3}]
+    assert ledger(state)["ranks"]["problems"] == [
+        "samples 6..8 were taken by no recorded stint", "stint from sample 8 is not whole steps of 1 x 3",
+        "the stints end at sample 18, the state at 20"]
