@@ -37,7 +37,7 @@ def follows(before: int | None, after: int | None) -> bool:
     if before is None or after is None:
         return False
     (step, row, rank), (step2, row2, rank2) = where(before), where(after)
-    last = (before // RANK_SLOTS) & 1
+    last = bool((before // RANK_SLOTS) & 1)
     return rank == rank2 and ((step2 == step and row2 == row + 1) or (last and step2 == step + 1 and row2 == 0))
 
 

@@ -1,0 +1,114 @@
+"""The audit's statistics and its memory of sightings against values worked out by hand: equal pairs, the uniform
+bound, the windows each row is cut into, how long a replay's run must be before it is named, label shifts,
+padding, which row follows which (a batch's next row follows only the last row of the batch before), and how many
+digests the bounded memory keeps and forgets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers.audit.sightings import BLOCKS, RANK_SLOTS, ROW_SLOTS, Sightings, follows, sighting, where
+from helpers.audit.statistics import label_matches, padding_positions, pooled_pairs, replay_run_needed, row_windows, \
+    uniform_bound, unigram_entropy, window_pairs
+
+
+def test_equal_pairs_count_every_pair_of_equal_ids_in_a_row():
+    rows = np.array([[1, 1, 1, 2], [1, 2, 3, 4], [5, 5, 5, 5], [7, 8, 7, 8]])
+    assert window_pairs(rows).tolist() == [3, 0, 6, 2]
+    assert pooled_pairs(np.array([[3, 3], [7, 9]])) == (4, 1, 7)  # tokens, pairs, values from 3 to 9
+
+
+@pytest.mark.parametrize("length, windows, width", [(127, 0, 0), (128, 4, 128), (255, 4, 255), (256, 4, 256),
+                                                    (511, 4, 256), (512, 8, 256)])
+def test_rows_are_cut_into_windows_of_up_to_256_tokens_from_128(length, windows, width):
+    assert row_windows(np.zeros((4, length), np.int64)).shape == (windows, width)
+
+
+def test_the_uniform_bound_is_the_poisson_tail_for_few_ids_and_the_chi_square_tail_for_many():
+    mean, bound = uniform_bound(256, 128_000)
+    assert mean == pytest.approx(256 * 255 / 256_000)
+    assert bound == pytest.approx(mean + 7 * math.sqrt(mean) + 3)  # 7 sigmas and a slack of 3 pairs
+    mean, bound = uniform_bound(1000, 10)  # 100 ids a value: pairs far above the Poisson tail's
+    assert mean == pytest.approx(49_950.0)
+    assert bound == pytest.approx(50 * (9 * (1 - 2 / 81 + 7 * math.sqrt(2 / 81)) ** 3 + 990))  # 53,521.8
+    assert uniform_bound(50, 1) == (1225.0, pytest.approx(1225 + 7 * 35 + 3))  # one value: no freedom left
+
+
+@pytest.mark.parametrize("distinct, looked_at, needed", [
+    (1, 100, 16), (2, 100, 16), (10, 0, 5), (10, 1, 5), (10, 2, 6), (1000, 1000, 4), (10_000_000, 1, 3),
+    (100, 100, 4), (100, 99, 4), (100, 101, 5)])
+def test_a_replay_is_named_after_as_many_samples_in_a_row_as_chance_rules_out(distinct, looked_at, needed):
+    # 1 + ceil(log(10,000 x looked at) / log(distinct)), within 3..16
+    assert replay_run_needed(distinct, looked_at) == needed
+
+
+def test_unigram_entropy_in_nats():
+    assert unigram_entropy(np.array([1, 1])) == pytest.approx(math.log(2))
+    assert unigram_entropy(np.array([2, 0, 2])) == pytest.approx(math.log(2))
+    assert unigram_entropy(np.array([4])) == 0.0
+
+
+def test_label_shares_compare_each_shift_and_leave_ignored_positions_out():
+    ids, labels = np.array([[1, 2, 3, 4]]), np.array([[2, 3, 4, -100]])
+    assert label_matches(ids, labels, -100) == {"same": 0.0, "shifted": 1.0, "shifted twice": 0.0}
+    assert label_matches(np.array([[5]]), np.array([[5]]), -100) == {"same": 1.0, "shifted": None,
+                                                                     "shifted twice": None}
+    assert label_matches(ids, np.full((1, 4), -100), -100)["same"] is None
+
+
+def test_padding_is_the_mask_s_zeros_else_the_pad_id_and_an_end_of_document_pad_keeps_its_first():
+    ids = np.array([[0, 0, 5, 6, 0, 7, 0, 0, 0], [5, 0, 6, 7, 8, 9, 1, 2, 3]])
+    mask = np.array([[0, 1, 1, 1, 1, 1, 1, 1, 1], [1] * 9])
+    assert padding_positions(ids, mask, 0, 0).tolist() == (mask == 0).tolist()
+    assert not padding_positions(ids, None, None, 0).any()
+    assert padding_positions(ids, None, 0, 99).tolist() == (ids == 0).tolist()  # a pad that ends no document
+    shared = padding_positions(ids, None, 0, 0)  # pad = EOD: the runs at either edge, less the trailing run's first
+    assert shared.astype(int).tolist() == [[1, 1, 0, 0, 0, 0, 0, 1, 1], [0] * 9]
+    assert padding_positions(np.zeros((1, 3), np.int64), None, 0, None).all()
+
+
+def test_a_sighting_keeps_its_step_row_and_rank_up_to_their_limits():
+    for step, row, rank in ((0, 0, 0), (7, ROW_SLOTS - 1, RANK_SLOTS - 1), (123_456, 3, 2)):
+        for last in (False, True):
+            assert where(sighting(step, row, rank, last)) == (step, row, rank)
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    ((4, 2, 0, False), (4, 3, 0, False), True),  # the next row of the same batch
+    ((4, 2, 0, True), (4, 3, 0, False), True),
+    ((4, 2, 0, False), (4, 4, 0, False), False),  # a row skipped
+    ((4, 3, 0, True), (5, 0, 0, False), True),  # the last row of a batch, then the first of the next step
+    ((4, 3, 0, False), (5, 0, 0, False), False),  # not the last row: the next step's first does not follow it
+    ((4, 3, 0, True), (5, 1, 0, False), False),
+    ((4, 3, 0, True), (6, 0, 0, False), False),  # a step skipped
+    ((4, 2, 0, False), (4, 3, 1, False), False),  # another rank
+    ((4, 3, 1, True), (5, 0, 1, False), True),
+    ((4, 3, 0, False), (4, 2, 0, False), False),  # backwards
+])
+def test_a_row_follows_the_row_before_it_or_the_last_row_of_the_batch_before(before, after, expected):
+    assert follows(sighting(*before), sighting(*after)) is expected
+
+
+def test_follows_nothing_without_both_sightings():
+    assert not follows(None, sighting(0, 0, 0)) and not follows(sighting(0, 0, 0), None)
+
+
+def test_the_memory_keeps_the_newest_capacity_digests_in_blocks_and_forgets_the_oldest_block():
+    with pytest.raises(ValueError, match=f"keep at least {BLOCKS} digests"):
+        Sightings(BLOCKS - 1)
+    memory = Sightings(64)  # blocks of 4
+    memory.add_many(list(range(3)), [10, 11, 12])
+    assert (len(memory.frozen), len(memory)) == (0, 3)
+    memory.add(3, 13)  # the 4th fills a block: frozen
+    assert (len(memory.frozen), len(memory.recent)) == (1, 0)
+    memory.add(2, 99)  # held already: its first sighting stays
+    assert memory.get(2) == 12
+    memory.add_many(list(range(4, 64)), list(range(14, 74)))  # 64 in all: the oldest block goes
+    assert len(memory) == 60 and memory.get(0) is None and memory.get(3) is None and memory.get(4) == 14
+    assert memory.get(63) == 73
+    assert memory.state(before=20) == [[4, 5, 6, 7, 8, 9], [14, 15, 16, 17, 18, 19]]
+    again = Sightings.from_state(64, memory.state())
+    assert again.get_many([4, 63, 0]) == [14, 73, None]
