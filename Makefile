@@ -25,7 +25,7 @@ KERNEL_DISPLAY := Pretraining data (.venv)
 REGISTER_KERNEL = $(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "$(KERNEL_DISPLAY)"
 KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL_NAME)/kernel.json
 
-.PHONY: workshop test lab corpus preflight clean
+.PHONY: workshop test lab corpus preflight clean mutation
 
 # One run of every notebook in order (02 writes what 03-05 read), by the same machinery as the grids in
 # notebooks/grids/: executed copies, run.log, summary.json, summary.md and figures/ in runs/workshop/.
@@ -100,6 +100,19 @@ $(VENV)/.installed-test: pyproject.toml constraints.txt $(VENV)/.torch | $(INSTA
 # A .venv installed before the kernel was registered gets it here.
 $(KERNEL_SPEC): | $(VENV)/bin/python
 	$(REGISTER_KERNEL)
+
+# Mutation testing of the rules' code (pyproject.toml's [tool.mutmut]; hours on 2 cores, so outside `make test`):
+# mutmut works in mutants/ and picks up where it stopped; docs/mutation.md gets the report. MUTANTS narrows the run,
+# e.g. `make mutation MUTANTS='helpers.loading.schedule*'` (the report then covers what has been run so far).
+MUTANTS ?=
+MUTATION_EXTRAS := .[test,mutation]
+mutation: $(VENV)/.installed-test $(KERNEL_SPEC)  ## plant small bugs in the rules' code, count those the tests catch
+	$(call INSTALL_OR_PIP,-e "$(MUTATION_EXTRAS)")
+	start=$$(date +%s); $(VENV)/bin/mutmut run --max-children $(or $(TEST_WORKERS),2) $(if $(MUTANTS),'$(MUTANTS)') \
+	  || exit 1; \
+	  $(PY) tests/mutation_report.py --seconds $$(( $$(date +%s) - start )) \
+	  --machine "$$(nproc) cores$(if $(HAS_GPU),, and no GPU)" > docs/mutation.md.part && mv docs/mutation.md.part docs/mutation.md
+	@head -6 docs/mutation.md | tail -1
 
 clean:  ## remove generated data and runs (keeps .venv)
 	rm -rf runs data/raw data/megatron data/tokenizers data/cache
