@@ -105,7 +105,8 @@ def sized(words: list[str], length: int) -> str:
 
 
 def gopher_repetition_cases() -> list[tuple]:
-    cases = [("empty text", "empty", "")]
+    cases = [("empty text", "empty", ""), ("one word: no 2-gram", None, "word"),
+             ("two words: one 2-gram, all of the text", "top_2_gram", "two words")]
     paragraphs = [" ".join(filler(12, 6, 40 * k)) + "." for k in range(6)]
     for unit, joint in (("paragraph", "\n\n"), ("line", "\n")):
         rule = "para" if unit == "paragraph" else "line"
@@ -179,6 +180,9 @@ def c4_cases() -> list[tuple]:
     cases.append(("a curly bracket in a kept line", "curly_bracket", "\n".join(four + ["The set {a, b} is small."])))
     cases.append(("a curly bracket in a cut line", None, "\n".join(four + [sentence(7), "The set {a, b} is small"])))
     cases.append(("javascript lines are cut", "too_few_sentences", "\n".join(four + ["Enable JavaScript to see it."])))
+    five = four + [sentence(9)]
+    for first in (f"The {padded_word(1001)} word.", "Enable JavaScript to see it.", "Read the privacy policy here now."):
+        cases.append((f"a first line cut ({first[:20]}...), five sentences after it", None, "\n".join([first] + five)))
     for phrase in ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"):
         cases.append((f"a line with {phrase!r} is cut", "too_few_sentences",
                       "\n".join(four + [f"Read the {phrase} here now."])))
