@@ -93,6 +93,9 @@ def test_a_schedule_file_weighs_prefixes_by_name_and_refuses_what_it_cannot_read
         with pytest.raises(UserError) as refused:
             load_schedule_file(path)
         assert line in str(refused.value) and str(refused.value).startswith(f"{path}: ")
+    with pytest.raises(UserError) as refused:
+        load_schedule_file(tmp_path / "absent.yaml")
+    assert str(refused.value) == f"{tmp_path / 'absent.yaml'}: no such schedule file; fix: check the path"
 
 
 def test_a_resume_keeps_the_segments_that_began_before_it_and_not_one_that_begins_at_it():
