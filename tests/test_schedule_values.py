@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from helpers.audit.ledger import ledger
+from helpers.audit.ledger import ledger, ledger_table, read_state
+from helpers.audit.ledger import main as ledger_main
 from helpers.common.errors import UserError
 from helpers.loading.loader import make_dataloader
 from helpers.loading.schedule import Segment, choose, load_schedule_file, parse_schedule, resumed_segments, \
@@ -162,3 +163,63 @@ def test_the_ledger_names_each_gap_or_broken_step_in_the_ranks_stints(two_prefix
     assert ledger(state)["ranks"]["problems"] == [
         "samples 6..8 were taken by no recorded stint", "stint from sample 8 is not whole steps of 1 x 3",
         "the stints end at sample 18, the state at 20"]
+
+
+def test_the_ledger_reads_a_state_file_a_checkpoint_or_the_latest_of_a_folder_and_refuses_the_rest(two_prefixes,
+                                                                                                    tmp_path, capsys):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=2, schedule=[(0, [1, 1]), (5, [0, 1])])
+    run.step = 8
+    state = run.state_dict()
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    for step in (3, 12):
+        (tmp_path / "runs" / f"step-{step:07d}").mkdir(parents=True)
+        (tmp_path / "runs" / f"step-{step:07d}" / "run.json").write_text(json.dumps({"loader": state, "step": step}))
+    (tmp_path / "runs" / "step-0000020").mkdir()  # no run.json: not a complete checkpoint
+    assert read_state(tmp_path / "state.json") == (state, tmp_path / "state.json")
+    assert read_state(tmp_path / "runs") == (state, tmp_path / "runs" / "step-0000012" / "run.json")
+    assert read_state(tmp_path / "runs" / "step-0000003")[1] == tmp_path / "runs" / "step-0000003" / "run.json"
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "other.json").write_text(json.dumps({"loader": {"seed": 1}}))
+    for path, line in (
+            (tmp_path / "runs" / "step-0000020", f"{tmp_path / 'runs' / 'step-0000020'}: no checkpoint in it "
+             "(step-NNNNNNN/run.json); fix: name a checkpoint folder, a folder of them, or a loader state saved as "
+             "JSON"),
+            (tmp_path / "absent.json", f"{tmp_path / 'absent.json'}: no such file; fix: name a checkpoint folder or "
+             "a loader state saved as JSON"),
+            (tmp_path / "other.json", f"{tmp_path / 'other.json'}: holds no loader state of a blend or schedule (no "
+             "'mix'); fix: name the state of make_dataloader over Megatron prefixes, or a checkpoint of "
+             "helpers.training on them")):
+        with pytest.raises(UserError) as refused:
+            read_state(path)
+        assert str(refused.value) == line
+    with pytest.raises(UserError, match=r"bad.json: not JSON \(.*\); fix: save the state with json.dump"):
+        read_state(tmp_path / "bad.json")
+    book = ledger(state)
+    names = [d["name"] for d in book["datasets"]]
+    assert ledger_table(book, tmp_path / "state.json").splitlines() == [
+        f"ledger of {tmp_path / 'state.json'}: 16 samples of 16 tokens, 2 segment(s) of the mix",
+        f"{'dataset':<24}  {'tokens':>12}  {'asked':>12}  {'epochs':>6}  documents seen 0/1/2/... times",
+        f"{names[0]:<24}  {'80':>12}  {'80':>12}  {1:>6}  " + "/".join(map(str, book["datasets"][0]["documents_seen"])),
+        f"{names[1]:<24}  {'176':>12}  {'176':>12}  {1:>6}  " + "/".join(map(str, book["datasets"][1]["documents_seen"])),
+        "phases (a step is 2 samples; weights in the order above): step 0 from sample 0: 0.5/0.5; step 5 from sample "
+        "10: 0/1",
+        "ranks: disjoint slices of every global batch (1 x 2 to sample 16)"]
+    assert ledger_main([str(tmp_path / "state.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(book))
+    state["stints"][0]["batch_size"] = 3
+    assert ledger_main([str(tmp_path / "state.json")]) == 0  # the file is read again: still the saved state
+    (tmp_path / "broken.json").write_text(json.dumps(state))
+    assert ledger_main([str(tmp_path / "broken.json")]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "ranks: NOT shown disjoint: stint from sample 0 is not " \
+                                                        "whole steps of 1 x 3 (1 x 3 to sample 16)"
+
+
+def test_the_ledger_of_packed_rows_counts_the_rows_of_each_epoch(two_prefixes):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ * 8, num_samples=40, seed=5, cache_dir=None,
+                          batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
+    run.step = 5
+    first = ledger(run.state_dict())["datasets"][0]
+    # 3 documents of 201 tokens in rows of 128: each document split into rows of 128 and 73, 6 rows an epoch
+    assert (first["samples"], first["samples_per_epoch"], first["epochs"]) == (5, 6, 1)
+    assert first["documents_seen"][0] <= 1 and sum(first["documents_seen"]) == 3
