@@ -4,6 +4,8 @@ words for text, 32 tokens for ids), a window that ends on a document's last word
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,38 @@ def test_settings_that_cannot_decontaminate_are_refused_in_one_line(evals, ngram
         check_decontamination(evals, ngram, mode)
     assert str(refused.value) == line
     check_decontamination(None, 1, "gpt3")  # the least that can
+
+
+def test_the_byte_tables_class_each_byte_as_str_split_and_string_punctuation_do():
+    from helpers.decontamination import text_index
+
+    classes, codes, table = text_index._byte_tables()
+    for byte in range(128):
+        character = chr(byte)
+        expected = text_index.SPACE if character.isspace() else \
+            text_index.PUNCTUATION if character in string.punctuation else text_index.WORD
+        assert classes[byte] == expected, byte
+    leads = {chr(code).encode()[0] for code in range(0x80, 0x110000) if chr(code).isspace()}
+    assert leads == {0xC2, 0xE1, 0xE2, 0xE3}  # the first bytes of every other white space str.split splits on
+    assert {byte for byte in range(128, 256) if classes[byte] == text_index.LEAD} == leads
+    assert all(classes[byte] == text_index.WORD for byte in range(128, 256) if byte not in leads)
+    words = [byte for byte in range(256) if classes[byte] in (text_index.WORD, text_index.LEAD)]
+    assert all(codes[byte] & np.uint64(0xFFFFFFFF) == 1 for byte in words)  # each byte of a word counts one
+    assert len({int(codes[byte]) for byte in words}) == len(words) - 26  # distinct but for case
+    assert all(codes[ord(upper)] == codes[ord(upper.lower())] for upper in string.ascii_uppercase)
+    assert not codes[classes == text_index.PUNCTUATION].any() and not codes[classes == text_index.SPACE].any()
+    assert (table[classes == text_index.SPACE] == text_index.SPACE_CODE).all()
+    assert (table[classes != text_index.SPACE] == codes[classes != text_index.SPACE]).all()
+    for made, kept in zip((classes, codes, table), (text_index.CLASSES, text_index.CODES, text_index.TABLE)):
+        assert (made == kept).all()
+
+
+def test_the_package_names_its_indexes_lazily_and_nothing_else():
+    import helpers.decontamination as package
+    from helpers.decontamination import text_index, token_index
+
+    assert (package.Match, package.TextIndex, package.TokenIndex) == (text_index.Match, text_index.TextIndex,
+                                                                      token_index.TokenIndex)
+    with pytest.raises(AttributeError) as refused:
+        package.Index
+    assert str(refused.value) == "module 'helpers.decontamination' has no attribute 'Index'"
