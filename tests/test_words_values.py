@@ -1,0 +1,56 @@
+"""Words and sentences of English against a table of datatrove 0.10.1's own answers (`split_into_words`,
+`split_into_sentences`, spaCy's tokenizer and sentencizer underneath), written down here so that they hold without
+datatrove installed: sentence ends, quotes and brackets after them, runs of white space that spaCy makes tokens of
+(which can start a sentence), text without a token; each asked of a new splitter, whose remembered runs are empty."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.clean.text.words import EnglishWords, missing
+
+SENTENCES = {  # line: (datatrove's sentences, datatrove's words)
+    "": (1, []), " ": (1, []), "   ": (1, []), "\t": (1, []),
+    "Hello.": (1, ["Hello", "."]), "Hello. World.": (2, ["Hello", ".", "World", "."]),
+    "Hello.  World.": (2, ["Hello", ".", "World", "."]), " Hello. World! ": (2, ["Hello", ".", "World", "!"]),
+    "Hi!!! Yes?? No...": (3, ["Hi", "!", "!", "!", "Yes", "?", "?", "No", "..."]),
+    'He said "Stop." Then left.': (2, ["He", "said", '"', "Stop", ".", '"', "Then", "left", "."]),
+    "Wait... what? Fine.": (2, ["Wait", "...", "what", "?", "Fine", "."]),
+    "(Really.) Yes.": (2, ["(", "Really", ".", ")", "Yes", "."]),
+    "a.b.c. d": (2, ["a.b.c", ".", "d"]), "End.\tStart.": (2, ["End", ".", "Start", "."]),
+    "One.\n\nTwo.": (2, ["One", ".", "Two", "."]),
+    "  Two leading spaces. Then more.": (2, ["Two", "leading", "spaces", ".", "Then", "more", "."]),
+    "Dr. Smith went home. He slept.": (2, ["Dr.", "Smith", "went", "home", ".", "He", "slept", "."]),
+    "!!!": (1, ["!", "!", "!"]), ". . .": (1, [".", ".", "."]),
+    "Is it? It is! It was.": (3, ["Is", "it", "?", "It", "is", "!", "It", "was", "."]),
+    "“Quoted.” Next one.": (2, ["“", "Quoted", ".", "”", "Next", "one", "."]),
+    "x ... y": (1, ["x", "...", "y"]), "Hello .World": (1, ["Hello", ".World"]),
+    "Hello.  ": (2, ["Hello", "."]), "Hello.   ": (2, ["Hello", "."]), "Hello. \t": (2, ["Hello", "."]),
+    "Hello.\t\t": (2, ["Hello", "."]), "A.  \t B.": (1, ["A.", "B."]), "A. \n B.": (1, ["A.", "B."]),
+    "A.\u00a0B.": (1, ["A.", "B."]), "A.\u00a0 B.": (1, ["A.", "B."]), " x": (1, ["x"]), "  x": (1, ["x"]),
+    "x  ": (1, ["x"]), "Hello!  !": (2, ["Hello", "!", "!"]), "Hi. ) Yes": (2, ["Hi", ".", ")", "Yes"]),
+}
+
+
+@pytest.mark.parametrize("line", list(SENTENCES), ids=[repr(line) for line in SENTENCES])
+def test_a_new_splitter_counts_sentences_and_words_as_datatrove(line):
+    sentences, words = SENTENCES[line]
+    splitter = EnglishWords()
+    assert splitter.sentence_count(line) == sentences
+    assert splitter.words(line) == words and splitter.word_count(line) == len(words)
+    assert splitter.sentence_count(line) == sentences  # again, from what it remembers
+    assert EnglishWords().word_count(line) == len(words)
+
+
+def test_a_splitter_counts_the_text_it_was_last_asked_for_from_its_words():
+    splitter = EnglishWords()
+    text = "Hello. World."
+    words = splitter.words(text)
+    assert splitter.words(text) is words and splitter.word_count(text) == 4
+    assert splitter.words("Other text.") == ["Other", "text", "."]
+
+
+def test_missing_finds_every_none_in_order():
+    assert list(missing([None, 1, None, None, 2, None])) == [0, 2, 3, 5]
+    assert list(missing([1, 2])) == [] and list(missing([])) == []
+    assert list(missing([1, None])) == [1]
