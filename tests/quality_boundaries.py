@@ -181,7 +181,8 @@ def c4_cases() -> list[tuple]:
     cases.append(("a curly bracket in a cut line", None, "\n".join(four + [sentence(7), "The set {a, b} is small"])))
     cases.append(("javascript lines are cut", "too_few_sentences", "\n".join(four + ["Enable JavaScript to see it."])))
     five = four + [sentence(9)]
-    for first in (f"The {padded_word(1001)} word.", "Enable JavaScript to see it.", "Read the privacy policy here now."):
+    firsts = (f"The {padded_word(1001)} word.", "Enable JavaScript to see it.", "Read the privacy policy here now.")
+    for first in firsts:
         cases.append((f"a first line cut ({first[:20]}...), five sentences after it", None, "\n".join([first] + five)))
     for phrase in ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"):
         cases.append((f"a line with {phrase!r} is cut", "too_few_sentences",

@@ -14,6 +14,7 @@ from helpers.clean.steps.decontaminate import check_decontamination, decontamina
 from helpers.common.errors import UserError
 from helpers.decontamination import TextIndex, TokenIndex
 from helpers.decontamination.evals import EvalSet
+from helpers.decontamination.item_lengths import check_item_lengths
 from helpers.decontamination.spans import cuts, pieces
 from helpers.tokenizers.zoo import load_tokenizer
 from quality_boundaries import filler
@@ -130,3 +131,62 @@ def test_the_package_names_its_indexes_lazily_and_nothing_else():
     with pytest.raises(AttributeError) as refused:
         package.Index
     assert str(refused.value) == "module 'helpers.decontamination' has no attribute 'Index'"
+
+
+def words_of(count: int, start: int) -> str:
+    return " ".join(filler(count, 5, start))
+
+
+def test_items_are_counted_against_the_n_gram_and_short_patterns_refused_below_8_words():
+    texts = ("", "...", words_of(8, 0), words_of(12, 100), words_of(13, 200), "x" * 50 + " " + words_of(9, 300))
+    items = EvalSet("set", tuple(f"q{k}" for k in range(6)), texts)
+    counts = [0, 0, 8, 12, 13, 10]
+    assert check_item_lengths([items], counts, 13) == [
+        'warning: --decontaminate set: 2 of 6 items have no word (empty or punctuation only: q0 "", q1 "..."); an '
+        "item with no word matches nothing",
+        f'warning: --decontaminate set: 3 of 6 items have fewer than 13 words (the shortest 8; q2 '
+        f'"{words_of(8, 0)[:40]}...", q3 "{words_of(12, 100)[:40]}...", q5 "{"x" * 40}..."), each matched whole as '
+        "one n-gram"]
+    seven = " ".join(filler(7, 4))  # 34 characters: shown whole
+    one = EvalSet("one", ("a",), (seven,))
+    with pytest.raises(UserError) as refused:
+        check_item_lengths([one], [7], 13)
+    assert str(refused.value) == (
+        f'--decontaminate one: 1 of 1 item has fewer than 8 words (a "{seven}"), and an item shorter than '
+        "the n-gram is matched whole, so it matches ordinary text; fix: take those items out, or add "
+        "--allow-short-ngrams to match them whole anyway")
+    assert check_item_lengths([one], [7], 13, allow_short=True)[0].endswith(
+        "each matched whole as one n-gram; under 8 words that matches ordinary text (--allow-short-ngrams)")
+    assert check_item_lengths([one], [7], 7, allow_short=True) == [  # an item as long as the n-gram is an n-gram
+        "warning: --ngram 7: n-grams of fewer than 8 words match ordinary text; they are matched as asked "
+        "(--allow-short-ngrams)"]
+    with pytest.raises(UserError, match="^--ngram 7: an n-gram of fewer than 8 words matches ordinary text"):
+        check_item_lengths([EvalSet("x", ("a",), (words_of(20, 0),))], [20], 7)
+    assert check_item_lengths([EvalSet("x", ("a",), (words_of(20, 0),))], [20], 8) == []
+    with pytest.raises(UserError) as refused:
+        check_item_lengths([EvalSet("none", ("a", "b"), ("", "!"))], [0, 0], 13)
+    assert str(refused.value) == ("--decontaminate none: none of its 2 items has a word (each is empty or punctuation "
+                                  "only); fix: name the fields that hold the items' text with --eval-keys")
+    many = EvalSet("many", tuple("abcde"), ("",) * 4 + (words_of(13, 0),))
+    assert check_item_lengths([many], [0, 0, 0, 0, 13], 13)[0] == (
+        'warning: --decontaminate many: 4 of 5 items have no word (empty or punctuation only: a "", b "", c "" and '
+        "1 more); an item with no word matches nothing")
+
+
+def test_the_report_counts_each_set_s_items_found_empty_and_short():
+    class Run:
+        notes = {}
+
+    step = decontamination_step([BENCH, EvalSet("other", ("e", "s", "w"), ("", words_of(9, 0), words_of(15, 50)))],
+                                allow_short=False)
+    notes = {}
+    step.apply(prose(20, 0) + " " + " ".join(ITEM[:13]), notes)
+    step.apply(" ".join(ITEM[2:17]), notes)
+    Run.notes = {step.name: notes}
+    assert step.report(Run()) == {
+        "mode": "drop", "ngram": 13, "patterns": step.index.patterns,
+        "benchmarks": {"bench": {"items": 1, "items_found": 1, "items_without_words": 0, "items_shorter_than_ngram": 0,
+                                 "documents": {"item-1": 2}},
+                       "other": {"items": 3, "items_found": 0, "items_without_words": 1,
+                                 "items_shorter_than_ngram": 1, "documents": {}}}}
+    assert step.report(type("Empty", (), {"notes": {}})())["benchmarks"]["bench"]["items_found"] == 0

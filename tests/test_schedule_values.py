@@ -197,11 +197,12 @@ def test_the_ledger_reads_a_state_file_a_checkpoint_or_the_latest_of_a_folder_an
         read_state(tmp_path / "bad.json")
     book = ledger(state)
     names = [d["name"] for d in book["datasets"]]
+    seen = ["/".join(map(str, d["documents_seen"])) for d in book["datasets"]]
     assert ledger_table(book, tmp_path / "state.json").splitlines() == [
         f"ledger of {tmp_path / 'state.json'}: 16 samples of 16 tokens, 2 segment(s) of the mix",
         f"{'dataset':<24}  {'tokens':>12}  {'asked':>12}  {'epochs':>6}  documents seen 0/1/2/... times",
-        f"{names[0]:<24}  {'80':>12}  {'80':>12}  {1:>6}  " + "/".join(map(str, book["datasets"][0]["documents_seen"])),
-        f"{names[1]:<24}  {'176':>12}  {'176':>12}  {1:>6}  " + "/".join(map(str, book["datasets"][1]["documents_seen"])),
+        f"{names[0]:<24}  {'80':>12}  {'80':>12}  {1:>6}  {seen[0]}",
+        f"{names[1]:<24}  {'176':>12}  {'176':>12}  {1:>6}  {seen[1]}",
         "phases (a step is 2 samples; weights in the order above): step 0 from sample 0: 0.5/0.5; step 5 from sample "
         "10: 0/1",
         "ranks: disjoint slices of every global batch (1 x 2 to sample 16)"]
