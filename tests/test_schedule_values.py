@@ -224,3 +224,28 @@ def test_the_ledger_of_packed_rows_counts_the_rows_of_each_epoch(two_prefixes):
     # 3 documents of 201 tokens in rows of 128: each document split into rows of 128 and 73, 6 rows an epoch
     assert (first["samples"], first["samples_per_epoch"], first["epochs"]) == (5, 6, 1)
     assert first["documents_seen"][0] <= 1 and sum(first["documents_seen"]) == 3
+
+
+def test_the_ledger_refuses_data_that_is_gone_or_changed_and_counts_an_empty_split_as_nothing(two_prefixes, tmp_path):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=2, schedule=[(0, [1, 0])])
+    run.step = 4
+    state = run.state_dict()
+    entry = state["mix"]["datasets"][0]
+    gone = json.loads(json.dumps(state))
+    gone["mix"]["datasets"][0]["prefix"] = str(tmp_path / "nowhere")
+    with pytest.raises(UserError) as refused:
+        ledger(gone)
+    assert str(refused.value) == (f"{tmp_path / 'nowhere'}: the data of dataset {entry['name']} is not there; fix: run "
+                                  "the ledger where the run's data is (the state names its prefixes)")
+    changed = json.loads(json.dumps(state))
+    changed["mix"]["datasets"][0]["fingerprint"] = "0" * 16
+    with pytest.raises(UserError) as refused:
+        ledger(changed)
+    assert str(refused.value) == (f"{entry['prefix']}: its data changed since the state was saved; fix: run the ledger "
+                                  "on the data the run read")
+    empty = json.loads(json.dumps(state))
+    empty["mix"]["cut"]["split"] = "0,100,0"  # no training split: the datasets hold no sample of it
+    empty["mix"]["datasets"][0]["samples"] = 0
+    first = ledger(empty)["datasets"][0]
+    assert (first["tokens"], first["samples_per_epoch"], first["epochs"], first["documents_seen"]) == (0, 0, 0, [])

@@ -5,6 +5,8 @@ datatrove installed: sentence ends, quotes and brackets after them, runs of whit
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers.clean.text.words import EnglishWords, missing
@@ -54,3 +56,32 @@ def test_missing_finds_every_none_in_order():
     assert list(missing([None, 1, None, None, 2, None])) == [0, 2, 3, 5]
     assert list(missing([1, 2])) == [] and list(missing([])) == []
     assert list(missing([1, None])) == [1]
+
+
+def test_spacy_s_rules_are_read_once_kept_in_the_cache_and_read_from_it_after(tmp_path, monkeypatch):
+    from helpers.clean.text import words
+
+    monkeypatch.setattr(words, "CACHE_DIR", tmp_path)
+    rules = words.english_rules()  # read from spaCy
+    kept = list(tmp_path.glob("spacy-*-english-rules-1.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == rules
+    assert sorted(rules) == ["faster_heuristics", "infix", "prefix", "sentence_ends", "special_cases", "suffix",
+                             "token", "url"]
+    cases = rules["special_cases"]
+    assert cases["can't"] == ["ca", "n't"] and cases["a.m."] == ["a.m."] and cases[":-)"] == [":-)"]
+    assert len(cases) > 1000 and rules["faster_heuristics"] is True and rules["token"] is None
+    assert {".", "!", "?"} <= set(rules["sentence_ends"]) and all(rules[key][0] for key in ("prefix", "suffix", "infix"))
+    monkeypatch.setattr(words, "_spacy_english", lambda: pytest.fail("spaCy read again"))
+    assert words.english_rules() == rules  # from the file
+    splitter = words.EnglishWords()
+    assert splitter.words("It can't be 3 a.m. :-)") == ["It", "ca", "n't", "be", "3", "a.m.", ":-)"]
+
+
+def test_rules_are_read_from_spacy_every_time_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    from helpers.clean.text import words
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the cache folder should be: it cannot be made
+    monkeypatch.setattr(words, "CACHE_DIR", blocked / "cache")
+    assert words.english_rules()["special_cases"]["can't"] == ["ca", "n't"]
+    assert not (blocked / "cache").exists()
