@@ -1,0 +1,109 @@
+"""The audit's findings, line for line, on batches built to hold one bug each out of real text (the first
+literature document, as bytes): what each line says and the values in it (how many ids, which, the shares of each
+label layout, a uniform draw's equal pairs and the bound real text clears) are worked out here, and the limits at
+which a finding starts (64 ids of one value, rows of 8 ids, two steps of one constant row)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from helpers.audit import audit
+from helpers.tokenizers.zoo import load_tokenizer
+
+V = 258  # the bytes tokenizer's vocabulary
+
+
+@pytest.fixture(scope="module")
+def text_ids(corpus_dir) -> tuple[np.ndarray, np.ndarray]:
+    """4 rows of 256 ids of real text and their labels one token on."""
+    text = json.loads((corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[0])["text"]
+    tokenizer = load_tokenizer("bytes")
+    assert tokenizer.vocab_size == V
+    windows = np.array(tokenizer.encode(text)[:4 * 257], dtype=np.int64).reshape(4, 257)
+    return windows[:, :256].copy(), windows[:, 1:].copy()
+
+
+def findings(batches, **settings) -> list[tuple[str, int, str]]:
+    return [(f.code, f.step, f.message) for f in audit(batches, **{"vocab_size": V, **settings}).findings]
+
+
+def test_ids_outside_the_vocabulary_are_counted_and_the_extremes_named(text_ids):
+    ids, labels = text_ids
+    bad = ids.copy()
+    bad[0, 5], bad[1, 7] = V + 10, -3
+    assert findings([{"input_ids": bad, "labels": labels}]) == [(
+        "id-out-of-range", 0, "2 of 1,024 input ids outside [0, 258) (those: smallest -3, largest 268); the embedding "
+        "lookup fails or reads another row; fix: pass the tokenizer's vocabulary size to the model, or check the ids' "
+        "dtype and tokenizer")]
+    bad_labels = labels.copy()
+    bad_labels[2, 3] = -5
+    largest = int(labels.max())
+    assert findings([{"input_ids": ids, "labels": bad_labels}]) == [(
+        "id-out-of-range", 0, f"labels hold ids outside [0, 258) (largest {largest}, smallest -5) other than "
+        "ignore_index -100; fix: mask with -100, not another value")]
+
+
+@pytest.mark.parametrize("shape, steps, step", [((2, 32), 1, 0), ((2, 31), 1, None), ((1, 64), 1, None),
+                                                ((1, 64), 2, 1), ((1, 63), 2, None)])
+def test_a_batch_of_one_id_is_named_from_64_ids_and_one_row_of_it_only_on_the_second_step(shape, steps, step):
+    found = findings([{"input_ids": np.full(shape, 7)}] * steps)
+    size = shape[0] * shape[1]
+    assert found == ([] if step is None else [(
+        "constant-batch", step, f"every one of the batch's {size} ids is 7: a failed read or an empty buffer; fix: "
+        "check the reader returns data (a missing file must be an error)")])
+
+
+@pytest.mark.parametrize("length, named", [(8, True), (7, False)])
+def test_a_row_of_zeros_among_real_rows_is_named_from_rows_of_8_ids(text_ids, length, named):
+    ids = text_ids[0][:, :length].copy()
+    ids[1] = 0
+    assert ("constant-batch", 0, "1 of 4 rows are all id 0 (a zero-filled buffer); fix: check the reader returns "
+            "data for every sample") in findings([{"input_ids": ids}]) if named else \
+        all(code != "constant-batch" for code, _, _ in findings([{"input_ids": ids}]))
+
+
+def test_ids_handed_over_as_uint16_for_a_larger_vocabulary_are_named_at_once(text_ids):
+    ids = text_ids[0].astype(np.uint16)
+    assert findings([{"input_ids": ids}], vocab_size=128_256) == [(
+        "id-wraparound", 0, "ids handed over as uint16 for a vocabulary of 128,256: every id from 65,536 up has lost "
+        "its top bits; fix: store them as int32 (Megatron's choice above 65,500 ids) or int64")]
+    assert findings([{"input_ids": ids}]) == []  # a vocabulary that fits in 16 bits
+
+
+def test_random_ids_are_named_with_a_uniform_draw_s_pairs_and_the_bound_real_text_clears():
+    ids = np.random.default_rng(0).integers(0, 50_000, size=(4, 256))
+    mean = 256 * 255 / (2 * 50_000)
+    bound = mean + 7 * math.sqrt(mean) + 3
+    (code, step, message), = findings([{"input_ids": ids}], vocab_size=50_000)
+    assert (code, step) == ("random-tokens", 0)
+    assert message == (
+        f"4 of 4 windows of 256 ids look uniformly random (fewest equal pairs 0, a uniform draw gives {mean:.2f}, real "
+        f"text here more than {bound:.1f}); unigram entropy 6.91 of ln V {math.log(50_000):.2f} nats over 1,024 "
+        "tokens; fix: load real data, and make a missing file an error instead of a torch.randint fallback")
+
+
+def test_labels_in_the_other_layout_are_named_with_the_share_of_each_layout(text_ids):
+    ids, labels = text_ids
+    (code, _, message), = findings([{"input_ids": ids, "labels": ids}], labels="shifted")
+    assert code == "labels-misaligned" and message.startswith(
+        "expected labels one token ahead of input_ids, but they are equal to input_ids (share of label positions "
+        "matching each layout: same 1.00, shifted 0.")
+    assert message.endswith("); the model trains on the wrong target; fix: set y[t] = x[t+1] (a window of length+1 "
+                            "tokens, split)")
+    (code, _, message), = findings([{"input_ids": ids, "labels": labels}], labels="same")
+    assert code == "labels-misaligned" and message.startswith(
+        "expected labels equal to input_ids (the model shifts them itself), but they are one token ahead (share of "
+        "label positions matching each layout: same 0.") and ", shifted 1.00, shifted twice 0." in message
+    assert message.endswith("); the model trains on the wrong target; fix: pass input_ids as labels and let the model "
+                            "shift")
+    twice = np.roll(ids, -2, axis=1)
+    (code, _, message), = findings([{"input_ids": ids, "labels": twice}])
+    assert code == "labels-misaligned" and message.startswith(
+        "labels are neither input_ids nor input_ids one token on: they are two tokens ahead (share of label "
+        "positions matching each layout: same 0.")
+    assert message.endswith("); fix: labels are input_ids (the model shifts) or x[t+1]")
+    assert findings([{"input_ids": ids, "labels": labels}]) == findings([{"input_ids": ids, "labels": ids}]) == []
