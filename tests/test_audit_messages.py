@@ -107,3 +107,47 @@ def test_labels_in_the_other_layout_are_named_with_the_share_of_each_layout(text
         "positions matching each layout: same 0.")
     assert message.endswith("); fix: labels are input_ids (the model shifts) or x[t+1]")
     assert findings([{"input_ids": ids, "labels": labels}]) == findings([{"input_ids": ids, "labels": ids}]) == []
+
+
+@pytest.fixture(scope="module")
+def batches(corpus_dir) -> list[np.ndarray]:
+    """16 batches of 8 rows of 64 ids of real text, every row distinct."""
+    text = "".join(json.loads(line)["text"] for line in
+                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
+    ids = np.array(load_tokenizer("bytes").encode(text)[:16 * 8 * 64], dtype=np.int64).reshape(16, 8, 64)
+    assert len({row.tobytes() for batch in ids for row in batch}) == 128
+    return list(ids)
+
+
+def replay_lines(stream) -> list[tuple[str, int, str]]:
+    return [found for found in findings([{"input_ids": batch} for batch in stream])
+            if found[0] in ("repeated-batch", "repeated-samples")]
+
+
+def test_a_batch_dealt_again_at_once_or_later_is_named_with_the_step_it_first_came(batches):
+    from helpers.audit.stream import REPLAY_CAUSES, REPLAY_FIX
+
+    assert replay_lines(batches) == []
+    assert replay_lines(batches + [batches[-1]]) == [(
+        "repeated-batch", 16, "this batch equals the batch just before it: each batch comes again at once, as "
+        "DataLoader workers that each read the whole stream give it (an IterableDataset that does not split its data "
+        "by torch.utils.data.get_worker_info()); fix: give each worker its own share of the data (or use a map-style "
+        "dataset with a sampler)")]
+    assert replay_lines(batches + [batches[3]]) == [(
+        "repeated-batch", 16, f"this batch equals the one at step 3 (rank 0), its samples in the same order: "
+                              f"{REPLAY_CAUSES}; {REPLAY_FIX}")]
+    regrouped = np.concatenate([batches[2][4:], batches[3][:4]])  # the same samples in order, cut into other batches
+    assert replay_lines(batches + [regrouped]) == [(
+        "repeated-samples", 16, "8 of 8 samples come back in the order they were trained on at step 2 (8 in a row; a "
+        f"new epoch's shuffle of 128 samples gives 4 in a row less than once in 10,000 runs): {REPLAY_CAUSES}; "
+        f"{REPLAY_FIX}")]
+
+
+def test_ranks_handed_the_same_batch_are_named_at_the_first_step(batches):
+    from helpers.audit import audit_ranks
+
+    report = audit_ranks([[{"input_ids": b} for b in batches[:2]]] * 2, vocab_size=V)
+    assert [(f.code, f.step, f.rank, f.message) for f in report.findings] == [
+        ("same-batch-across-ranks", 0, 1, "the same batch as rank 0 at this step: the ranks train on the same data, "
+         "so W GPUs do the work of one; fix: give the sampler its rank and world size (DistributedSampler(dataset, "
+         "num_replicas=W, rank=r), or the loader's rank=)")]  # once: a report names each bug where it starts
