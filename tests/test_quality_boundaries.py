@@ -6,6 +6,7 @@ extra), by datatrove itself, so that the golden file cannot drift from it."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -71,7 +72,8 @@ def decide(name: str, text: str) -> tuple[str, str | None]:
     return kept, None if reason is None else reason.split(":")[0]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{case[1]}: {case[0]}" for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[re.sub(r"[^a-z0-9]+", "-", f"{case[1]} {case[0]}".lower()).strip("-")
+                                             for case in CASES])
 def test_each_case_gets_the_verdict_it_was_built_for(case):
     name, filter_name, verdict, text = case
     assert decide(filter_name, text)[1] == verdict
