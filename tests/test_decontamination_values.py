@@ -190,3 +190,40 @@ def test_the_report_counts_each_set_s_items_found_empty_and_short():
                        "other": {"items": 3, "items_found": 0, "items_without_words": 1,
                                  "items_shorter_than_ngram": 1, "documents": {}}}}
     assert step.report(type("Empty", (), {"notes": {}})())["benchmarks"]["bench"]["items_found"] == 0
+
+
+def test_the_shared_flags_read_eval_sets_and_keys_and_refuse_a_flag_without_them():
+    import argparse
+
+    from helpers.decontamination.flags import add_eval_flags, eval_keys, refuse_without_evals
+
+    parser = argparse.ArgumentParser()
+    add_eval_flags(parser, "drops the documents that hold one")
+    args = parser.parse_args([])
+    assert (args.decontaminate, args.eval_keys) == (None, None)
+    refuse_without_evals(args, ngram=None)  # nothing given: nothing refused
+    args = parser.parse_args(["--decontaminate", "a.jsonl", "humaneval", "--eval-keys", "question,,answer"])
+    assert args.decontaminate == ["a.jsonl", "humaneval"] and eval_keys(args.eval_keys) == ("question", "answer")
+    refuse_without_evals(args, ngram=20, allow_short_ngrams=True)
+    assert eval_keys(None) == () and eval_keys(["a", "", "b"]) == ("a", "b")
+    help_text = parser.format_help()
+    assert "drops the documents that hold one" in help_text and "FIELDS" in help_text and "EVAL" in help_text
+    for argv, flags, line in (
+            (["--eval-keys", "q"], {}, "--eval-keys q: only --decontaminate reads it; fix: add --decontaminate EVAL, "
+                                       "or leave --eval-keys out"),
+            ([], {"ngram": 20}, "--ngram 20: only --decontaminate reads it; fix: add --decontaminate EVAL, or leave "
+                                "--ngram out"),
+            ([], {"allow_short_ngrams": True}, "--allow-short-ngrams: only --decontaminate reads it; fix: add "
+                                               "--decontaminate EVAL, or leave --allow-short-ngrams out")):
+        with pytest.raises(UserError) as refused:
+            refuse_without_evals(parser.parse_args(argv), **flags)
+        assert str(refused.value) == line
+
+
+def test_gpt3_words_lowercase_ascii_drop_ascii_punctuation_and_split_on_any_white_space():
+    from helpers.decontamination.words import gpt3_word_spans, gpt3_words
+
+    text = "Hello, World!\u00a0It's  ÄÖ--x \u3000 ... ok"
+    assert gpt3_words(text) == ["hello", "world", "its", "ÄÖx", "ok"]
+    assert gpt3_word_spans(text) == [("hello", 0, 6), ("world", 7, 13), ("its", 14, 18), ("ÄÖx", 20, 25),
+                                     ("ok", 32, 34)]
