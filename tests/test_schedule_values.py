@@ -249,3 +249,83 @@ def test_the_ledger_refuses_data_that_is_gone_or_changed_and_counts_an_empty_spl
     empty["mix"]["datasets"][0]["samples"] = 0
     first = ledger(empty)["datasets"][0]
     assert (first["tokens"], first["samples_per_epoch"], first["epochs"], first["documents_seen"]) == (0, 0, 0, [])
+
+
+def test_the_ledger_command_s_help_json_and_table(two_prefixes, tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        ledger_main(["--help"])
+    shown = capsys.readouterr().out
+    assert done.value.code == 0 and shown.startswith("usage: python -m helpers.audit ledger [-h] [--json] state")
+    assert "What a run was trained on, from its loader state alone" in shown and "The state holds" not in shown
+    assert "a checkpoint folder, a folder of them, or a loader state (JSON)" in shown
+    assert "the ledger as JSON, for machines" in shown
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=2, schedule=[(0, [1, 2])])
+    run.step = 5
+    state = run.state_dict()
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(state))
+    book = ledger(state)
+    assert [d["asked_samples"] for d in book["datasets"]] == [3.3, 6.7]  # 10 x 1/3 and 10 x 2/3, to one decimal
+    assert ledger_main([str(path), "--json"]) == 0
+    assert capsys.readouterr().out == json.dumps(book, indent=2) + "\n"
+    assert ledger_main([str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"ledger of {path}: 10 samples of 16 tokens, 1 segment(s) of the mix"
+    assert not any(line.startswith("phases") for line in lines)  # one phase from sample 0 says nothing more
+    assert lines[-1] == "ranks: disjoint slices of every global batch (1 x 2 to sample 10)"
+
+
+def test_the_ledger_asks_nothing_of_a_segment_not_reached_and_names_every_stint_problem(two_prefixes):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
+                          batch_size=2, schedule=[(0, [1, 1]), (50, [0, 1])])
+    run.step = 5
+    state = run.state_dict()
+    state["mix"]["segments"].append({"from": 30, "weights": [0.0, 1.0]})  # begins after the state's 10 samples
+    state["stints"] = [{"from": 0, "to": 4, "world_size": 1, "batch_size": 4},
+                       {"from": 4, "to": 8, "world_size": 1, "batch_size": 3}]
+    book = ledger(state)
+    assert [d["asked_samples"] for d in book["datasets"]] == [5.0, 5.0]
+    assert book["ranks"]["problems"] == ["stint from sample 4 is not whole steps of 1 x 3",
+                                         "the stints end at sample 8, the state at 10"]
+    assert ledger_table(book, "s").splitlines()[-2:] == [
+        "phases (a step is 2 samples; weights in the order above): step 0 from sample 0: 0.5/0.5; step 50 from "
+        "sample 100: 0/1 (not reached)",
+        "ranks: NOT shown disjoint: stint from sample 4 is not whole steps of 1 x 3; the stints end at sample 8, the "
+        "state at 10 (1 x 4 to sample 4, 1 x 3 to sample 8)"]
+    state["stints"] = [{"from": 0, "to": 8, "world_size": 2, "batch_size": 2},
+                       {"from": 8, "to": 10, "world_size": 1, "batch_size": 2}]
+    assert ledger(state)["ranks"]["disjoint"]  # 8 - 0 and 10 - 8 samples: whole steps
+    state["stints"] = [{"from": 0, "to": 4, "world_size": 1, "batch_size": 4},
+                       {"from": 4, "to": 10, "world_size": 1, "batch_size": 3}]
+    assert ledger(state)["ranks"]["disjoint"]  # 6 samples from sample 4: two steps of 3
+    del state["stints"], state["mix"]["phases"]  # a state saved before they were kept
+    book = ledger(state)
+    assert book["phases"] == [] and book["ranks"]["problems"] == ["the stints end at sample 0, the state at 10"]
+    assert ledger_table(book, "s").splitlines()[-1] == "ranks: NOT shown disjoint: the stints end at sample 0, the " \
+                                                       "state at 10"
+
+
+def test_a_state_file_holding_a_list_is_no_loader_state(tmp_path):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(UserError, match="holds no loader state of a blend or schedule"):
+        read_state(tmp_path / "list.json")
+
+
+def test_the_ledger_of_packed_rows_counts_epochs_rows_and_tokens_as_worked_out(two_prefixes):
+    def packed(step: int, seq_length: int = SEQ * 8, split: str = "100,0,0") -> dict:
+        run = make_dataloader(two_prefixes, split=split, seq_length=seq_length, num_samples=40, seed=5,
+                              cache_dir=None, batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
+        run.step = step
+        return ledger(run.state_dict())["datasets"][0]
+
+    # rows of 128: each 201-token document as 128 + 73, 6 rows of 603 tokens an epoch, 100.5 tokens a row
+    first = packed(5)
+    assert (first["samples_per_epoch"], first["epochs"], first["documents_seen"]) == (6, 1, [0, 3])
+    assert first["tokens"] in (603 - 128, 603 - 73) and first["asked_tokens"] == round(5 * 100.5)
+    second = packed(7)  # the second epoch's first row: one document seen twice
+    assert (second["epochs"], second["documents_seen"]) == (2, [0, 2, 1])
+    assert second["tokens"] in (603 + 128, 603 + 73)
+    one_row = packed(3, seq_length=1024)  # all three documents in one row of 1,024
+    assert (one_row["samples_per_epoch"], one_row["epochs"], one_row["tokens"]) == (1, 3, 3 * 603)
+    assert one_row["documents_seen"] == [0, 0, 0, 3]
