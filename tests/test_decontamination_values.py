@@ -4,13 +4,14 @@ words for text, 32 tokens for ids), a window that ends on a document's last word
 
 from __future__ import annotations
 
+import json
 import string
 
 import numpy as np
 import pytest
 
 from helpers.audit.eval_overlap import eval_overlap
-from helpers.clean.steps.decontaminate import check_decontamination, decontamination_step
+from helpers.clean.steps.decontaminate import SHOWN_CHARACTERS, check_decontamination, decontamination_step
 from helpers.common.errors import UserError
 from helpers.decontamination import TextIndex, TokenIndex
 from helpers.decontamination.evals import EvalSet
@@ -227,3 +228,88 @@ def test_gpt3_words_lowercase_ascii_drop_ascii_punctuation_and_split_on_any_whit
     assert gpt3_words(text) == ["hello", "world", "its", "ÄÖx", "ok"]
     assert gpt3_word_spans(text) == [("hello", 0, 6), ("world", 7, 13), ("its", 14, 18), ("ÄÖx", 20, 25),
                                      ("ok", 32, 34)]
+
+
+def test_the_step_takes_its_settings_from_the_command_s_values_and_refuses_short_items_unless_allowed(tmp_path):
+    from helpers.clean.steps.decontaminate import Decontamination
+
+    path = tmp_path / "evals.jsonl"
+    path.write_text(json.dumps({"id": "long", "text": " ".join(ITEM)}) + "\n"
+                    + json.dumps({"id": "short", "text": "five words make no n-gram"}) + "\n")
+    values = {"decontaminate": [str(path)], "eval_keys": None, "decontaminate_ngram": 20, "decontaminate_mode": "gpt3",
+              "allow_short_ngrams": True}
+    step, = Decontamination.build(values)
+    assert (step.mode, step.ngram, step.index.n) == ("gpt3", 20, 20)
+    with pytest.raises(UserError, match="fewer than 8 words"):
+        Decontamination.build({**values, "allow_short_ngrams": False})
+    short = EvalSet("short", ("s",), ("five words make no n-gram",))
+    with pytest.raises(UserError, match="fewer than 8 words"):
+        decontamination_step([short])
+    assert decontamination_step([short], allow_short=True, mode="gpt3").mode == "gpt3"
+    with pytest.raises(ValueError) as refused:
+        decontamination_step([BENCH], mode="cut")
+    assert str(refused.value) == "mode 'cut': one of drop, gpt3"
+
+
+def test_matches_are_counted_per_document_and_shown_as_written():
+    accented = EvalSet("accents", ("a",), (" ".join(["café"] + filler(15, 6, 7000)),))
+    step = decontamination_step([accented])
+    notes = {}
+    text = "Le " + accented.texts[0]
+    first = " ".join(accented.texts[0].split()[:13])  # the first 13-gram, as the text writes it
+    assert step.apply(text, notes)[1] == f"accents a: {json.dumps(first[:SHOWN_CHARACTERS], ensure_ascii=False)}"
+    assert "café" in step.apply(text, {})[1]
+    step.apply(text, notes)
+    assert notes["documents_matched"] == 2 and notes["items"] == {"accents a": 2}
+
+
+def test_gpt3_mode_joins_the_pieces_it_keeps_by_newlines_and_counts_the_cuts_of_every_document():
+    step = decontamination_step([BENCH], mode="gpt3")
+    parts = [prose(100, 200 * k) for k in range(3)]
+    text = (" " + " ".join(ITEM[:13]) + " ").join(parts)
+    notes = {}
+    new, reason = step.apply(text, notes)
+    pieces_kept = pieces(text, [(m.start, m.end) for m in step.index.matches(text)])
+    assert reason is None and new == "\n".join(pieces_kept) and len(pieces_kept) == 3
+    step.apply(text, notes)
+    assert notes["spans_removed"] == 4
+
+
+def test_the_report_counts_an_item_of_one_word_as_short_and_one_of_exactly_the_n_gram_as_not():
+    class Run:
+        notes = {}
+
+    sizes = EvalSet("sizes", ("one", "thirteen", "fourteen"),
+                    ("word", " ".join(filler(13, 6, 100)), " ".join(filler(14, 6, 200))))
+    step = decontamination_step([sizes], allow_short=True)
+    assert step.report(Run())["benchmarks"]["sizes"]["items_shorter_than_ngram"] == 1
+
+
+def test_item_lengths_are_read_set_by_set_and_shown_as_written():
+    sets = [EvalSet("a", ("a1",), (" ".join(filler(20, 6)),)), EvalSet("b", ("b1", "b2"), ("x", "")),
+            EvalSet("c", ("c1",), ("é" * 40,))]
+    lines = check_item_lengths(sets, [20, 1, 0, 1], 13, allow_short=True)
+    assert lines == [
+        'warning: --decontaminate b: 1 of 2 items has no word (empty or punctuation only: b2 ""); an item with no '
+        "word matches nothing",
+        'warning: --decontaminate b: 1 of 2 items has fewer than 13 words (the shortest 1; b1 "x"), each matched whole '
+        "as one n-gram; under 8 words that matches ordinary text (--allow-short-ngrams)",
+        f'warning: --decontaminate c: 1 of 1 item has fewer than 13 words (the shortest 1; c1 "{"é" * 40}"), each '
+        "matched whole as one n-gram; under 8 words that matches ordinary text (--allow-short-ngrams)"]
+    with pytest.raises(UserError) as refused:
+        check_item_lengths(sets, [20, 1, 1, 0], 13, allow_short=True)
+    assert str(refused.value).startswith("--decontaminate c: none of its 1 items has a word")
+    shown = check_item_lengths([EvalSet("d", ("d1", "d2"), ("é" * 40, "ü" * 41))], [1, 1], 13, allow_short=True)
+    assert f'd1 "{"é" * 40}", d2 "{"ü" * 40}..."' in shown[0]
+
+
+def test_the_scan_reads_every_text_of_a_batch_and_lone_surrogates():
+    index = TextIndex([" ".join(ITEM)])
+    leak = " ".join(ITEM[:13])
+    texts = [f"\ud800 {leak} and {leak}", "nothing here", ""]
+    found = index.matches_each(texts)
+    assert [len(each) for each in found] == [2, 0, 0]
+    assert [len(each) for each in index.matches_each(texts, first=True)] == [1, 0, 0]
+    assert TextIndex([]).matches_each(texts) == [[], [], []] and index.matches_each([]) == []
+    classes, codes, table = __import__("helpers.decontamination.text_index", fromlist=["x"])._byte_tables()
+    assert (classes.dtype, codes.dtype, table.dtype) == (np.uint8, np.uint64, np.uint64)

@@ -117,3 +117,22 @@ def test_language_codes_are_read_case_blind_and_any_means_every_language():
     assert check_languages(" EN, De ", 0.0) == (("en", "de"), 0.0)
     assert check_languages("any", 0.999) == (None, 0.999)
     assert check_languages(["zh", "yue"], 0.5) == (("zh", "yue"), 0.5)
+
+
+def test_each_kind_of_pii_is_masked_only_when_named():
+    text = "a@b.org 8.8.8.8 (212) 555-1234"
+    assert PiiMask.of(("ip",)).format(text, {}) == f"a@b.org {IP_STAND_INS[0]} (212) 555-1234"
+    assert PiiMask.of(("email",)).format(text, {}) == f"{EMAIL_STAND_INS[0]} 8.8.8.8 (212) 555-1234"
+    assert PiiMask.of(("phone",)).format(text, {}) == f"a@b.org 8.8.8.8 {PHONE_STAND_INS[0]}"
+
+
+def test_an_address_python_does_not_read_is_kept_even_when_every_address_goes():
+    assert masked("host 010.1.2.3 up", emails=False, phones=False, public_ips_only=False)[0] == "host 010.1.2.3 up"
+
+
+def test_language_id_asks_every_language_s_score_and_builds_with_its_threshold():
+    pytest.importorskip("fasttext", reason="the language extra is not installed (pip install -e '.[language]')")
+    scores = LanguageId().scores("Der schnelle braune Fuchs springt über den faulen Hund, und die Katze schläft.")
+    assert len(scores) > 10 and max(scores, key=scores.get) == "de" and 0.99 < sum(scores.values()) <= 1.0001
+    step, = LanguageId.build({"languages": ("en",), "language_threshold": 0.3})
+    assert (step.languages, step.threshold) == (("en",), 0.3)

@@ -127,7 +127,8 @@ def test_settings_other_than_the_defaults_change_what_they_name():
     kept, rule = C4Quality(remove_citations=False).apply(five + "\nThe first[1] note is here.", {})
     assert rule is None and kept.endswith("The first[1] note is here.")
     long_word = f"The {'x' * 1500} word."
-    assert C4Quality(max_word_length=-1).apply(long_word + "\n" + five, {})[0].startswith(long_word)
+    kept, rule = C4Quality(max_word_length=-1).apply(long_word + "\n" + five, {})
+    assert rule is None and kept.startswith(long_word)
     for setting, line in (("filter_lorem_ipsum", "Lorem ipsum dolor sit amet."),
                           ("filter_curly_bracket", "The set {a, b} is small."),
                           ("filter_javascript", "Enable JavaScript to see it."),
@@ -135,6 +136,13 @@ def test_settings_other_than_the_defaults_change_what_they_name():
         cut = "No javascript at all." if setting == "filter_policy" else "Read our cookie policy."  # still on
         kept, rule = C4Quality(**{setting: False}).apply("\n".join([line, five, cut]), {})
         assert rule is None and kept == "\n".join([line, five]), setting
+    # javascript lines are cut with the other two line rules off
+    kept, rule = C4Quality(filter_lorem_ipsum=False, filter_policy=False).apply(
+        "\n".join([five, "Enable JavaScript to see it."]), {})
+    assert rule is None and kept == five
+    # a citation inside "lorem ipsum" is removed before the line is read
+    assert C4Quality().apply("\n".join([five, "Lorem[1] ipsum dolor sit amet."]), {})[1] == \
+        "lorem_ipsum: a line holds 'lorem ipsum'"
     # FineWeb: the characters that end a line, and a text without any counted as none at all when asked
     assert FineWebQuality(stop_chars=("!",)).reason(five) == "line_punct_ratio: 0.000 of lines end a sentence < 0.12"
     bare = "\n".join(sentence(k)[:-1] + " and more words here" for k in range(5))

@@ -97,6 +97,11 @@ def test_a_schedule_file_weighs_prefixes_by_name_and_refuses_what_it_cannot_read
     with pytest.raises(UserError) as refused:
         load_schedule_file(tmp_path / "absent.yaml")
     assert str(refused.value) == f"{tmp_path / 'absent.yaml'}: no such schedule file; fix: check the path"
+    path.write_text("phases: [")
+    with pytest.raises(UserError) as refused:
+        load_schedule_file(path)
+    assert str(refused.value).endswith("; fix: write e.g. 'phases: [{step: 0, weights: [0.7, 0.3]}, {step: 800, "
+                                       "weights: [0.2, 0.8]}]'")
 
 
 def test_a_resume_keeps_the_segments_that_began_before_it_and_not_one_that_begins_at_it():
