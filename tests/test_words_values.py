@@ -31,6 +31,8 @@ SENTENCES = {  # line: (datatrove's sentences, datatrove's words)
     "Hello.\t\t": (2, ["Hello", "."]), "A.  \t B.": (1, ["A.", "B."]), "A. \n B.": (1, ["A.", "B."]),
     "A.\u00a0B.": (1, ["A.", "B."]), "A.\u00a0 B.": (1, ["A.", "B."]), " x": (1, ["x"]), "  x": (1, ["x"]),
     "x  ": (1, ["x"]), "Hello!  !": (2, ["Hello", "!", "!"]), "Hi. ) Yes": (2, ["Hi", ".", ")", "Yes"]),
+    "Hello.\t": (2, ["Hello", "."]), "Hi. )": (1, ["Hi", ".", ")"]), "Hello. ": (1, ["Hello", "."]),
+    "Wow! ?!": (1, ["Wow", "!", "?", "!"]), "Hi.\t)": (2, ["Hi", ".", ")"]),
 }
 
 
