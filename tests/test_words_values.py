@@ -5,6 +5,7 @@ datatrove installed: sentence ends, quotes and brackets after them, runs of whit
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 
 import pytest
@@ -63,10 +64,12 @@ def test_missing_finds_every_none_in_order():
 def test_spacy_s_rules_are_read_once_kept_in_the_cache_and_read_from_it_after(tmp_path, monkeypatch):
     from helpers.clean.text import words
 
-    monkeypatch.setattr(words, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(words, "CACHE_DIR", tmp_path / "data" / "cache")  # made, with its parent, when written
     rules = words.english_rules()  # read from spaCy
-    kept = list(tmp_path.glob("spacy-*-english-rules-1.json"))
-    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == rules
+    version = importlib.metadata.version("spacy")
+    kept = tmp_path / "data" / "cache" / f"spacy-{version}-english-rules-1.json"
+    assert list(tmp_path.rglob("*.json")) == [kept] and json.loads(kept.read_text(encoding="utf-8")) == rules
+    assert "\u0589" in kept.read_text(encoding="utf-8")  # Armenian's full stop, written as itself
     assert sorted(rules) == ["faster_heuristics", "infix", "prefix", "sentence_ends", "special_cases", "suffix",
                              "token", "url"]
     cases = rules["special_cases"]
