@@ -56,9 +56,10 @@ def report(folder: Path, seconds: float, machine: str) -> str:
         counts["made"] = len(codes)
         totals.update(counts)
         rows.append(f"| `{module}` | " + " | ".join(f"{counts[key]:,}" for key in STANDINGS)
-                    + f" | {counts['killed'] / max(counts['made'], 1):.0%} |")
+                    + f" | {counts['killed'] / max(counts['made'] - counts['not run'], 1):.0%} |")
         survivors += [(name, module) for name, code in codes.items() if standing(code) == "survived"]
     equivalent = [name for name, _ in survivors if name in equivalents]
+    ran = totals["made"] - totals["not run"]
     lines = [
         "# Mutation testing of the rules' code",
         "",
@@ -67,11 +68,13 @@ def report(folder: Path, seconds: float, machine: str) -> str:
         "for a `<=`, a constant one off, a condition dropped, a string changed) and runs the tests that reach the "
         "changed function; a mutant is killed when one fails (or when it hangs past its time limit).",
         "",
-        f"Killed: **{totals['killed']:,} of {totals['made']:,} ({totals['killed'] / max(totals['made'], 1):.1%})**; "
-        f"{len(equivalent)} survivors are equivalent to the original (below, with the reason), so "
-        f"{totals['killed'] / max(totals['made'] - len(equivalent), 1):.1%} of the others are killed.",
+        f"Of the **{ran:,} mutants run, {totals['killed']:,} were killed ({totals['killed'] / max(ran, 1):.1%})**; "
+        f"{len(equivalent)} of the survivors are equivalent to the original (below, with the reason), so "
+        f"{totals['killed'] / max(ran - len(equivalent), 1):.1%} of the others were killed."
+        + (f" {totals['not run']:,} of the {totals['made']:,} mutants made were not run: the run stopped before them, "
+           "and `make mutation` picks up there." if totals["not run"] else ""),
         "",
-        "| module | " + " | ".join(STANDINGS) + " | killed |",
+        "| module | " + " | ".join(STANDINGS) + " | killed of those run |",
         "|---|" + "---:|" * (len(STANDINGS) + 1),
         *rows,
         "",
