@@ -207,8 +207,12 @@ def test_the_shared_flags_read_eval_sets_and_keys_and_refuse_a_flag_without_them
     assert args.decontaminate == ["a.jsonl", "humaneval"] and eval_keys(args.eval_keys) == ("question", "answer")
     refuse_without_evals(args, ngram=20, allow_short_ngrams=True)
     assert eval_keys(None) == () and eval_keys(["a", "", "b"]) == ("a", "b")
-    help_text = parser.format_help()
-    assert "drops the documents that hold one" in help_text and "FIELDS" in help_text and "EVAL" in help_text
+    assert "[--decontaminate EVAL [EVAL ...]] [--eval-keys FIELDS]" in " ".join(parser.format_help().split())
+    helps = {action.dest: action.help for action in parser._actions}
+    assert helps["decontaminate"] == "evaluation sets, JSONL or Parquet files or humaneval: drops the documents " \
+                                     "that hold one"
+    assert helps["eval_keys"] == "the evaluation items' fields to protect, comma-separated (default: a named set's " \
+                                 "own, else text)"
     for argv, flags, line in (
             (["--eval-keys", "q"], {}, "--eval-keys q: only --decontaminate reads it; fix: add --decontaminate EVAL, "
                                        "or leave --eval-keys out"),
@@ -228,6 +232,7 @@ def test_gpt3_words_lowercase_ascii_drop_ascii_punctuation_and_split_on_any_whit
     assert gpt3_words(text) == ["hello", "world", "its", "ÄÖx", "ok"]
     assert gpt3_word_spans(text) == [("hello", 0, 6), ("world", 7, 13), ("its", 14, 18), ("ÄÖx", 20, 25),
                                      ("ok", 32, 34)]
+    assert gpt3_word_spans("the cat, the cat") == [("the", 0, 3), ("cat", 4, 8), ("the", 9, 12), ("cat", 13, 16)]
 
 
 def test_the_step_takes_its_settings_from_the_command_s_values_and_refuses_short_items_unless_allowed(tmp_path):
@@ -310,6 +315,8 @@ def test_the_scan_reads_every_text_of_a_batch_and_lone_surrogates():
     found = index.matches_each(texts)
     assert [len(each) for each in found] == [2, 0, 0]
     assert [len(each) for each in index.matches_each(texts, first=True)] == [1, 0, 0]
+    assert [len(index.matches(text)) for text in texts] == [2, 0, 0]
+    assert [len(index.matches(text, first=True)) for text in texts] == [1, 0, 0]
     assert TextIndex([]).matches_each(texts) == [[], [], []] and index.matches_each([]) == []
     classes, codes, table = __import__("helpers.decontamination.text_index", fromlist=["x"])._byte_tables()
     assert (classes.dtype, codes.dtype, table.dtype) == (np.uint8, np.uint64, np.uint64)

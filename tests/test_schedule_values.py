@@ -334,3 +334,17 @@ def test_the_ledger_of_packed_rows_counts_epochs_rows_and_tokens_as_worked_out(t
     one_row = packed(3, seq_length=1024)  # all three documents in one row of 1,024
     assert (one_row["samples_per_epoch"], one_row["epochs"], one_row["tokens"]) == (1, 3, 3 * 603)
     assert one_row["documents_seen"] == [0, 0, 0, 3]
+
+
+def test_an_empty_split_of_packed_rows_is_a_row_of_zeros(two_prefixes):
+    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ * 8, num_samples=40, seed=5, cache_dir=None,
+                          batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
+    run.step = 2
+    state = run.state_dict()
+    state["mix"]["cut"]["split"] = "0,100,0"  # no training split: no row to pack
+    state["mix"]["datasets"][0]["samples"] = 0
+    row = ledger(state)["datasets"][0]
+    assert {key: row[key] for key in ("samples", "tokens", "asked_tokens", "epochs", "samples_per_epoch",
+                                      "documents_seen")} == {"samples": 0, "tokens": 0, "asked_tokens": 0, "epochs": 0,
+                                                             "samples_per_epoch": 0, "documents_seen": []}
+    assert row["asked_samples"] == 2.0
