@@ -112,7 +112,7 @@ mutation: $(VENV)/.installed-test $(KERNEL_SPEC)  ## plant small bugs in the rul
 	  || exit 1; \
 	  $(PY) tests/mutation_report.py --seconds $$(( $$(date +%s) - start )) \
 	  --machine "$$(nproc) cores$(if $(HAS_GPU),, and no GPU)" > docs/mutation.md.part && mv docs/mutation.md.part docs/mutation.md
-	@head -6 docs/mutation.md | tail -1
+	@sed -n 5p docs/mutation.md
 
 clean:  ## remove generated data and runs (keeps .venv)
 	rm -rf runs data/raw data/megatron data/tokenizers data/cache
