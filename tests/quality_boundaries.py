@@ -236,22 +236,32 @@ def boundary_cases() -> list[tuple[str, str, str | None, str]]:
         [(name, "fineweb-quality", verdict, text) for name, verdict, text in fineweb_cases()]
 
 
-def datatrove_verdicts() -> list[dict]:
-    """datatrove's own verdict on each case by each of the four filters (the rule, or None), and C4's kept text."""
+def datatrove_decider():
+    """`decide(filter, text)`: datatrove's own (text after the filter, rule that dropped it or None), by its four
+    filters at their defaults."""
     from datatrove.data import Document
     from datatrove.pipeline import filters
 
     theirs = {"gopher-quality": filters.GopherQualityFilter(), "gopher-repetition": filters.GopherRepetitionFilter(),
               "c4-quality": filters.C4QualityFilter(), "fineweb-quality": filters.FineWebQualityFilter()}
+
+    def decide(name: str, text: str) -> tuple[str, str | None]:
+        document = Document(text=text, id="")
+        verdict = theirs[name].filter(document)
+        return document.text, None if verdict is True else verdict[1]
+    return decide
+
+
+def datatrove_verdicts() -> list[dict]:
+    """datatrove's own verdict on each case by each of the four filters (the rule, or None), and C4's kept text."""
+    decide = datatrove_decider()
     found = []
     for name, _, _, text in boundary_cases():
         entry = {"case": name}
-        for key, step in theirs.items():
-            document = Document(text=text, id="")
-            verdict = step.filter(document)
-            entry[key] = None if verdict is True else verdict[1]
-            if key == "c4-quality" and verdict is True:
-                entry["c4-quality kept text"] = document.text
+        for key in ("gopher-quality", "gopher-repetition", "c4-quality", "fineweb-quality"):
+            kept, entry[key] = decide(key, text)
+            if key == "c4-quality" and entry[key] is None:
+                entry["c4-quality kept text"] = kept
         found.append(entry)
     return found
 

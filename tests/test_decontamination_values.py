@@ -309,6 +309,8 @@ def test_item_lengths_are_read_set_by_set_and_shown_as_written():
 
 
 def test_the_scan_reads_every_text_of_a_batch_and_lone_surrogates():
+    from helpers.decontamination import text_index
+
     index = TextIndex([" ".join(ITEM)])
     leak = " ".join(ITEM[:13])
     texts = [f"\ud800 {leak} and {leak}", "nothing here", ""]
@@ -318,5 +320,5 @@ def test_the_scan_reads_every_text_of_a_batch_and_lone_surrogates():
     assert [len(index.matches(text)) for text in texts] == [2, 0, 0]
     assert [len(index.matches(text, first=True)) for text in texts] == [1, 0, 0]
     assert TextIndex([]).matches_each(texts) == [[], [], []] and index.matches_each([]) == []
-    classes, codes, table = __import__("helpers.decontamination.text_index", fromlist=["x"])._byte_tables()
+    classes, codes, table = text_index._byte_tables()
     assert (classes.dtype, codes.dtype, table.dtype) == (np.uint8, np.uint64, np.uint64)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from helpers.clean import clean
 from helpers.clean.steps.filters import FILTERS
 from helpers.clean.text.words import EnglishWords
+from quality_boundaries import datatrove_decider
 
 GOLDEN = Path(__file__).parent / "golden" / "datatrove_quality.json"
 EVERY = 8  # the golden sample: every 8th record of each domain, from the first
@@ -54,17 +55,7 @@ def ours(name: str, text: str):
 def datatrove_decide():
     pytest.importorskip("datatrove", reason="datatrove is not installed (pip install -e '.[dedup-peer]'): "
                                                         "the golden file stands in for it")
-    from datatrove.data import Document
-    from datatrove.pipeline import filters
-
-    theirs = {"gopher-quality": filters.GopherQualityFilter(), "gopher-repetition": filters.GopherRepetitionFilter(),
-              "c4-quality": filters.C4QualityFilter(), "fineweb-quality": filters.FineWebQualityFilter()}
-
-    def decide(name: str, text: str):
-        document = Document(text=text, id="")
-        verdict = theirs[name].filter(document)
-        return document.text, None if verdict is True else verdict[1]
-    return decide
+    return datatrove_decider()
 
 
 def test_the_filters_decide_as_datatrove_s_golden_verdicts(corpus_dir):

@@ -128,11 +128,20 @@ def two_prefixes(tmp_path_factory, corpus_dir) -> list[str]:
     return made
 
 
-def book_at(prefixes, step: int, schedule) -> dict:
-    run = make_dataloader(prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=1, schedule=schedule)
+PACKED = {"seq_length": SEQ * 8, "num_samples": 40, "packing": "best_fit_decreasing"}  # rows of 128
+
+
+def state_at(prefixes, step: int, schedule, **options) -> dict:
+    """The loader state of a run over `prefixes` under `schedule` that has taken `step` steps (one sample a step,
+    rows of SEQ tokens, 120 samples, unless `options` say otherwise)."""
+    run = make_dataloader(prefixes, schedule=schedule, **{"split": "100,0,0", "seq_length": SEQ, "num_samples": 120,
+                                                          "seed": 5, "cache_dir": None, "batch_size": 1, **options})
     run.step = step
-    return ledger(run.state_dict())
+    return run.state_dict()
+
+
+def book_at(prefixes, step: int, schedule) -> dict:
+    return ledger(state_at(prefixes, step, schedule))
 
 
 def test_the_ledger_counts_an_epoch_begun_only_once_its_first_sample_is_taken(two_prefixes):
@@ -158,10 +167,7 @@ def test_the_ledger_s_asked_samples_follow_each_phase_and_a_phase_is_reached_pas
 
 
 def test_the_ledger_names_each_gap_or_broken_step_in_the_ranks_stints(two_prefixes):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=2, schedule=[(0, [1, 1])])
-    run.step = 10
-    state = run.state_dict()
+    state = state_at(two_prefixes, 10, [(0, [1, 1])], batch_size=2)
     assert ledger(state)["ranks"] == {"disjoint": True, "problems": [], "stints": state["stints"]}
     state["stints"] = [{"from": 0, "to": 6, "world_size": 1, "batch_size": 2},
                        {"from": 8, "to": 18, "world_size": 1, "batch_size": 3}]
@@ -172,10 +178,7 @@ def test_the_ledger_names_each_gap_or_broken_step_in_the_ranks_stints(two_prefix
 
 def test_the_ledger_reads_a_state_file_a_checkpoint_or_the_latest_of_a_folder_and_refuses_the_rest(two_prefixes,
                                                                                                     tmp_path, capsys):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=2, schedule=[(0, [1, 1]), (5, [0, 1])])
-    run.step = 8
-    state = run.state_dict()
+    state = state_at(two_prefixes, 8, [(0, [1, 1]), (5, [0, 1])], batch_size=2)
     (tmp_path / "state.json").write_text(json.dumps(state))
     for step in (3, 12):
         (tmp_path / "runs" / f"step-{step:07d}").mkdir(parents=True)
@@ -221,21 +224,8 @@ def test_the_ledger_reads_a_state_file_a_checkpoint_or_the_latest_of_a_folder_an
                                                         "whole steps of 1 x 3 (1 x 3 to sample 16)"
 
 
-def test_the_ledger_of_packed_rows_counts_the_rows_of_each_epoch(two_prefixes):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ * 8, num_samples=40, seed=5, cache_dir=None,
-                          batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
-    run.step = 5
-    first = ledger(run.state_dict())["datasets"][0]
-    # 3 documents of 201 tokens in rows of 128: each document split into rows of 128 and 73, 6 rows an epoch
-    assert (first["samples"], first["samples_per_epoch"], first["epochs"]) == (5, 6, 1)
-    assert first["documents_seen"][0] <= 1 and sum(first["documents_seen"]) == 3
-
-
 def test_the_ledger_refuses_data_that_is_gone_or_changed_and_counts_an_empty_split_as_nothing(two_prefixes, tmp_path):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=2, schedule=[(0, [1, 0])])
-    run.step = 4
-    state = run.state_dict()
+    state = state_at(two_prefixes, 4, [(0, [1, 0])], batch_size=2)
     entry = state["mix"]["datasets"][0]
     gone = json.loads(json.dumps(state))
     gone["mix"]["datasets"][0]["prefix"] = str(tmp_path / "nowhere")
@@ -264,10 +254,7 @@ def test_the_ledger_command_s_help_json_and_table(two_prefixes, tmp_path, capsys
     assert "What a run was trained on, from its loader state alone" in shown and "The state holds" not in shown
     assert "a checkpoint folder, a folder of them, or a loader state (JSON)" in shown
     assert "the ledger as JSON, for machines" in shown
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=2, schedule=[(0, [1, 2])])
-    run.step = 5
-    state = run.state_dict()
+    state = state_at(two_prefixes, 5, [(0, [1, 2])], batch_size=2)
     path = tmp_path / "state.json"
     path.write_text(json.dumps(state))
     book = ledger(state)
@@ -282,10 +269,7 @@ def test_the_ledger_command_s_help_json_and_table(two_prefixes, tmp_path, capsys
 
 
 def test_the_ledger_asks_nothing_of_a_segment_not_reached_and_names_every_stint_problem(two_prefixes):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ, num_samples=120, seed=5, cache_dir=None,
-                          batch_size=2, schedule=[(0, [1, 1]), (50, [0, 1])])
-    run.step = 5
-    state = run.state_dict()
+    state = state_at(two_prefixes, 5, [(0, [1, 1]), (50, [0, 1])], batch_size=2)
     state["mix"]["segments"].append({"from": 30, "weights": [0.0, 1.0]})  # begins after the state's 10 samples
     state["stints"] = [{"from": 0, "to": 4, "world_size": 1, "batch_size": 4},
                        {"from": 4, "to": 8, "world_size": 1, "batch_size": 3}]
@@ -318,11 +302,8 @@ def test_a_state_file_holding_a_list_is_no_loader_state(tmp_path):
 
 
 def test_the_ledger_of_packed_rows_counts_epochs_rows_and_tokens_as_worked_out(two_prefixes):
-    def packed(step: int, seq_length: int = SEQ * 8, split: str = "100,0,0") -> dict:
-        run = make_dataloader(two_prefixes, split=split, seq_length=seq_length, num_samples=40, seed=5,
-                              cache_dir=None, batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
-        run.step = step
-        return ledger(run.state_dict())["datasets"][0]
+    def packed(step: int, **options) -> dict:
+        return ledger(state_at(two_prefixes, step, [(0, [1, 0])], **{**PACKED, **options}))["datasets"][0]
 
     # rows of 128: each 201-token document as 128 + 73, 6 rows of 603 tokens an epoch, 100.5 tokens a row
     first = packed(5)
@@ -337,10 +318,7 @@ def test_the_ledger_of_packed_rows_counts_epochs_rows_and_tokens_as_worked_out(t
 
 
 def test_an_empty_split_of_packed_rows_is_a_row_of_zeros(two_prefixes):
-    run = make_dataloader(two_prefixes, split="100,0,0", seq_length=SEQ * 8, num_samples=40, seed=5, cache_dir=None,
-                          batch_size=1, schedule=[(0, [1, 0])], packing="best_fit_decreasing")
-    run.step = 2
-    state = run.state_dict()
+    state = state_at(two_prefixes, 2, [(0, [1, 0])], **PACKED)
     state["mix"]["cut"]["split"] = "0,100,0"  # no training split: no row to pack
     state["mix"]["datasets"][0]["samples"] = 0
     row = ledger(state)["datasets"][0]
