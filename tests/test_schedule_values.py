@@ -6,6 +6,9 @@ and rank stints at their boundaries."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -252,8 +255,8 @@ def test_the_ledger_command_s_help_json_and_table(two_prefixes, tmp_path, capsys
     shown = capsys.readouterr().out
     assert done.value.code == 0 and shown.startswith("usage: python -m helpers.audit ledger [-h] [--json] state")
     assert "What a run was trained on, from its loader state alone" in shown and "The state holds" not in shown
-    assert "a checkpoint folder, a folder of them, or a loader state (JSON)" in shown
-    assert "the ledger as JSON, for machines" in shown
+    assert "\n  state       a checkpoint folder, a folder of them, or a loader state (JSON)\n" in shown
+    assert shown.endswith("\n  --json      the ledger as JSON, for machines\n")
     state = state_at(two_prefixes, 5, [(0, [1, 2])], batch_size=2)
     path = tmp_path / "state.json"
     path.write_text(json.dumps(state))
@@ -326,3 +329,73 @@ def test_an_empty_split_of_packed_rows_is_a_row_of_zeros(two_prefixes):
                                       "documents_seen")} == {"samples": 0, "tokens": 0, "asked_tokens": 0, "epochs": 0,
                                                              "samples_per_epoch": 0, "documents_seen": []}
     assert row["asked_samples"] == 2.0
+
+
+@pytest.fixture(scope="module")
+def lettered(tmp_path_factory) -> list[str]:
+    """Two byte-level datasets of three documents, each document one letter 200 times and its EOD (a, b, c; x, y,
+    z): the letters of a sample name the documents it holds."""
+    folder = tmp_path_factory.mktemp("lettered")
+    made = []
+    for name, letters in (("first", "abc"), ("second", "xyz")):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps({"text": c * 200}) + "\n" for c in letters))
+        made.append(preprocess(folder / f"{name}.jsonl", folder / name, "bytes", append_eod=True,
+                               progress=False).outputs["text"])
+    return made
+
+
+def served(prefixes, steps: int, **options) -> list[list[int]]:
+    """Documents seen 0 and 1 times per dataset, read from the letters of the first `steps` batches the loader
+    serves (one sample a step, all of them in the first epoch)."""
+    run = make_dataloader(prefixes, schedule=[(0, [1, 1])], **{"split": "100,0,0", "seq_length": SEQ,
+                                                                "num_samples": 120, "seed": 5, "cache_dir": None,
+                                                                "batch_size": 1, **options})
+    letters = set()
+    for batch, _ in zip(run, range(steps)):
+        letters.update(chr(token) for token in batch["input_ids"].flatten().tolist() + batch["labels"][:, -1].tolist()
+                       if 0 <= token < 256)
+    touched = [len(letters & set(names)) for names in ("abc", "xyz")]
+    return [[3 - count] + ([count] if count else []) for count in touched]
+
+
+@pytest.mark.parametrize("options, steps", [({}, 10), ({"seed": 1234}, 10), ({**PACKED, "num_samples": 12}, 6),
+                                            ({**PACKED, "num_samples": 12, "packing": "next_fit"}, 6)],
+                         ids=["megatron-seed-5", "megatron-seed-1234", "packed-best-fit", "packed-next-fit"])
+def test_the_ledger_s_documents_seen_are_those_the_loader_served_step_by_step(lettered, options, steps):
+    for step in range(1, steps + 1):
+        book = ledger(state_at(lettered, step, [(0, [1, 1])], **options))
+        assert [d["documents_seen"] for d in book["datasets"]] == served(lettered, step, **options), step
+
+
+def test_a_split_of_one_token_is_nothing_and_one_of_two_tokens_is_a_sample_of_one(tmp_path):
+    """Megatron cuts samples of seq_length + 1 tokens: a split of one token holds none, of two tokens one sample
+    of one token; a split of no documents, none."""
+    prefixes = []
+    for name, last in (("one", "c"), ("two", "cd")):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in ("a" * 200, "b" * 200,
+                                                                                                  last)))
+        prefixes.append(preprocess(tmp_path / f"{name}.jsonl", tmp_path / name, "bytes", append_eod=False,
+                                   progress=False).outputs["text"])
+    state = state_at(prefixes, 2, [(0, [1, 1])], seq_length=1)
+    state["mix"]["cut"].update(split="67,33,0", split_name="valid")  # the validation split: the third document
+    for entry in state["mix"]["datasets"]:
+        entry["samples"] = 0
+    one, two = ledger(state)["datasets"]
+    assert (one["samples_per_epoch"], one["tokens"], one["documents_seen"]) == (0, 0, [1])
+    assert (two["samples_per_epoch"], two["tokens"], two["documents_seen"]) == (1, 0, [1])
+    state["mix"]["cut"].update(split="90,10,0")  # a share of 10% of three documents: none
+    assert [d["documents_seen"] for d in ledger(state)["datasets"]] == [[], []]
+    packed = state_at(prefixes, 2, [(0, [1, 1])], **PACKED)
+    packed["mix"]["cut"].update(split="90,10,0", split_name="valid")
+    assert [(d["samples_per_epoch"], d["documents_seen"]) for d in ledger(packed)["datasets"]] == [(0, []), (0, [])]
+
+
+def test_a_state_file_is_read_as_utf_8_whatever_the_locale_s_encoding(tmp_path):
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"mix": {"datasets": [{"name": "café"}]}}, ensure_ascii=False), encoding="utf-8")
+    assert read_state(path)[0]["mix"]["datasets"][0]["name"] == "café"
+    plain = {**os.environ, "LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}  # a 7-bit locale
+    shown = subprocess.run([sys.executable, "-c", "import locale, sys; from helpers.audit.ledger import read_state; "
+                            "print(locale.getpreferredencoding(False), ascii(read_state(sys.argv[1])[0]['mix']))",
+                            str(path)], env=plain, capture_output=True, text=True)
+    assert shown.stdout == "ANSI_X3.4-1968 {'datasets': [{'name': 'caf\\xe9'}]}\n", shown.stderr

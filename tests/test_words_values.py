@@ -90,3 +90,24 @@ def test_rules_are_read_from_spacy_every_time_where_the_cache_cannot_be_written(
     monkeypatch.setattr(words, "CACHE_DIR", blocked / "cache")
     assert words.english_rules()["special_cases"]["can't"] == ["ca", "n't"]
     assert not (blocked / "cache").exists()
+
+
+def test_the_splitter_s_shortcuts_are_built_from_english_s_rules_and_no_wider():
+    """The characters a prefix can begin with, a suffix end with and an infix begin with are known (a run of
+    letters is whole without a search), each set holds no character that cannot begin (end) a match, and the
+    special cases that joining changes are known by their first two tokens (a run holding none is not matched)."""
+    splitter = EnglishWords()
+    firsts, lasts, infixes = splitter.prefix_firsts, splitter.suffix_lasts, splitter.infix_firsts
+    assert {"(", "$", "U", '"', "«", "§"} <= firsts and not {"a", "b", "1", "-"} & firsts
+    assert {")", ",", ".", "s", "m", "%"} <= lasts and not {"c", "1", "-"} & lasts
+    assert {"-", "/", ":", "+", "…"} <= infixes and not {"a", "1", "(", ")", "'"} & infixes
+    for code in range(0x20, 0x3000):  # outside the sets, no prefix begins, no suffix ends, no infix begins
+        char = chr(code)
+        assert char in firsts or not splitter.prefix_search(char + "ab"), char
+        assert char in lasts or not splitter.suffix_search("ab" + char), char
+        assert char in infixes or not next(splitter.infix_finditer(f"a{char}b"), None), char
+    assert all(splitter._whole(run) for run in ("hello", "ab1", "Привет", "naïve"))
+    assert not any(splitter._whole(run) for run in ("(a", "a)", "a-b", "can't", "a.m."))
+    assert splitter.changing_singles == set() and {("(", ":"), ("'", "s"), (">", ":o")} <= splitter.changing_pairs
+    assert {"(:", "'s", ">:o"} <= splitter.changing and "can't" not in splitter.changing
+    assert (("(", ":"), "(:") in splitter.joins["("] and (("'", "s"), "'s") in splitter.joins["'"]
