@@ -251,6 +251,11 @@ def test_the_step_takes_its_settings_from_the_command_s_values_and_refuses_short
     with pytest.raises(UserError, match="fewer than 8 words"):
         decontamination_step([short])
     assert decontamination_step([short], allow_short=True, mode="gpt3").mode == "gpt3"
+    from helpers.clean.steps.decontaminate import CutContaminated, DropContaminated
+
+    for step_class in (DropContaminated, CutContaminated):  # each step refuses them unless told otherwise
+        with pytest.raises(UserError, match="fewer than 8 words"):
+            step_class([short])
     with pytest.raises(ValueError) as refused:
         decontamination_step([BENCH], mode="cut")
     assert str(refused.value) == "mode 'cut': one of drop, gpt3"
@@ -322,3 +327,23 @@ def test_the_scan_reads_every_text_of_a_batch_and_lone_surrogates():
     assert TextIndex([]).matches_each(texts) == [[], [], []] and index.matches_each([]) == []
     classes, codes, table = text_index._byte_tables()
     assert (classes.dtype, codes.dtype, table.dtype) == (np.uint8, np.uint64, np.uint64)
+
+
+def test_an_item_holding_a_lone_surrogate_is_matched_over_it():
+    words = [*ITEM[:6], "lone\ud800word", *ITEM[6:12]]  # 13 words, one holding a lone surrogate
+    index = TextIndex([" ".join(words), "elsewhere " * 20])
+    text = f"{prose(5, 0)} {' '.join(words)} {prose(5, 50)}"
+    found = index.matches(text)
+    assert [(match.item, text[match.start:match.end]) for match in found] == [(0, " ".join(words))]
+    assert index.matches_each([text, text.replace("\ud800", "")]) == [found, []]
+
+
+def test_matches_come_in_the_order_of_their_first_words():
+    """A 13-word window from the text's first word, then an item of three words from its second word: by where
+    each begins, not where each ends (the three words end first)."""
+    index = TextIndex([" ".join(ITEM), " ".join(ITEM[1:4])])
+    text = " ".join(ITEM[:13])
+    found = index.matches(text)
+    assert [(match.item, match.start) for match in found] == [(0, 0), (1, len(ITEM[0]) + 1)]
+    assert [match.item for match in index.matches(text, first=True)] == [0]
+    assert [[match.item for match in each] for each in index.matches_each([text, text], first=True)] == [[0], [0]]
