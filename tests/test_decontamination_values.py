@@ -347,3 +347,13 @@ def test_matches_come_in_the_order_of_their_first_words():
     assert [(match.item, match.start) for match in found] == [(0, 0), (1, len(ITEM[0]) + 1)]
     assert [match.item for match in index.matches(text, first=True)] == [0]
     assert [[match.item for match in each] for each in index.matches_each([text, text], first=True)] == [[0], [0]]
+
+
+def test_a_long_document_is_scanned_whole_with_room_for_its_candidates_by_its_size():
+    """The scan's first room for candidates grows with the document (one a KB, from 256): a 300 KB document with
+    the item near its end."""
+    leak = " ".join(ITEM[:13])
+    text = prose(50_000, 0) + " " + leak + " " + prose(20, 7)
+    assert len(text.encode()) // 1024 > 256
+    found = TextIndex([" ".join(ITEM)]).matches(text)
+    assert [text[match.start:match.end] for match in found] == [leak]

@@ -34,6 +34,8 @@ SENTENCES = {  # line: (datatrove's sentences, datatrove's words)
     "x  ": (1, ["x"]), "Hello!  !": (2, ["Hello", "!", "!"]), "Hi. ) Yes": (2, ["Hi", ".", ")", "Yes"]),
     "Hello.\t": (2, ["Hello", "."]), "Hi. )": (1, ["Hi", ".", ")"]), "Hello. ": (1, ["Hello", "."]),
     "Wow! ?!": (1, ["Wow", "!", "?", "!"]), "Hi.\t)": (2, ["Hi", ".", ")"]),
+    "Hi.Yes.No": (3, ["Hi", ".", "Yes", ".", "No"]),  # one run, cut at full stops before capitals: two sentences begun
+    "one.Two.Three. four": (4, ["one", ".", "Two", ".", "Three", ".", "four"]),
 }
 
 
