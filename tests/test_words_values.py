@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import sys
 
 import pytest
 
@@ -113,3 +114,14 @@ def test_the_splitter_s_shortcuts_are_built_from_english_s_rules_and_no_wider():
     assert splitter.changing_singles == set() and {("(", ":"), ("'", "s"), (">", ":o")} <= splitter.changing_pairs
     assert {"(:", "'s", ">:o"} <= splitter.changing and "can't" not in splitter.changing
     assert (("(", ":"), "(:") in splitter.joins["("] and (("'", "s"), "'s") in splitter.joins["'"]
+
+
+def test_without_spacy_the_splitter_says_how_to_install_it(tmp_path, monkeypatch):
+    from helpers.clean.text import words
+    from helpers.common.errors import UserError
+
+    monkeypatch.setitem(sys.modules, "spacy", None)  # `import spacy` fails as where it is not installed
+    with pytest.raises(UserError) as refused:
+        words._spacy_english()
+    assert str(refused.value) == ("the quality filters split English words as spaCy's blank English pipeline does; "
+                                  "fix: pip install -e '.[quality]' (or pip install spacy)")
