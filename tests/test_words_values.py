@@ -116,7 +116,7 @@ def test_the_splitter_s_shortcuts_are_built_from_english_s_rules_and_no_wider():
     assert (("(", ":"), "(:") in splitter.joins["("] and (("'", "s"), "'s") in splitter.joins["'"]
 
 
-def test_without_spacy_the_splitter_says_how_to_install_it(tmp_path, monkeypatch):
+def test_without_spacy_the_splitter_says_how_to_install_it(monkeypatch):
     from helpers.clean.text import words
     from helpers.common.errors import UserError
 
