@@ -37,6 +37,9 @@ SENTENCES = {  # line: (datatrove's sentences, datatrove's words)
     "Wow! ?!": (1, ["Wow", "!", "?", "!"]), "Hi.\t)": (2, ["Hi", ".", ")"]),
     "Hi.Yes.No": (3, ["Hi", ".", "Yes", ".", "No"]),  # one run, cut at full stops before capitals: two sentences begun
     "one.Two.Three. four": (4, ["one", ".", "Two", ".", "Three", ".", "four"]),
+    # special cases that spaCy's affix rules split and its last phase joins again, where two could overlap
+    "''(-:": (1, ["''", "(-:"]), "(-:(((": (1, ["(", "-", ":((("]), "x-and/or": (1, ["x", "-", "and/or"]),
+    "Ph.D.s": (2, ["Ph", ".", "D.s"]), "https://example.com/a-b,": (1, ["https://example.com/a-b", ","]),
 }
 
 
@@ -83,6 +86,8 @@ def test_spacy_s_rules_are_read_once_kept_in_the_cache_and_read_from_it_after(tm
     assert words.english_rules() == rules  # from the file
     splitter = words.EnglishWords()
     assert splitter.words("It can't be 3 a.m. :-)") == ["It", "ca", "n't", "be", "3", "a.m.", ":-)"]
+    assert splitter.words("see www.example.com/a-b/c.html, x-and/or") == ["see", "www.example.com/a-b/c.html", ",",
+                                                                           "x", "-", "and/or"]
 
 
 def test_rules_are_read_from_spacy_every_time_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
@@ -123,5 +128,14 @@ def test_without_spacy_the_splitter_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "spacy", None)  # `import spacy` fails as where it is not installed
     with pytest.raises(UserError) as refused:
         words._spacy_english()
-    assert str(refused.value) == ("the quality filters split English words as spaCy's blank English pipeline does; "
-                                  "fix: pip install -e '.[quality]' (or pip install spacy)")
+    line = ("the quality filters split English words as spaCy's blank English pipeline does; fix: pip install -e "
+            "'.[quality]' (or pip install spacy)")
+    assert str(refused.value) == line
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(words.importlib.metadata, "version", not_installed)  # no spaCy's version to key the cache
+    with pytest.raises(UserError) as refused:
+        words.english_rules()
+    assert str(refused.value) == line
