@@ -116,7 +116,9 @@ def test_the_splitter_s_shortcuts_are_built_from_english_s_rules_and_no_wider():
         assert char in infixes or not next(splitter.infix_finditer(f"a{char}b"), None), char
     assert all(splitter._whole(run) for run in ("hello", "ab1", "Привет", "naïve"))
     assert not any(splitter._whole(run) for run in ("(a", "a)", "a-b", "can't", "a.m."))
-    assert splitter.changing_singles == set() and {("(", ":"), ("'", "s"), (">", ":o")} <= splitter.changing_pairs
+    assert splitter.changing_singles == set()
+    assert {("(", ":"), ("'", "s"), (">", ":o"), ("(", ".")} <= splitter.changing_pairs
+    assert ("(", "._.") not in splitter.changing_pairs  # each case split with only the cases loaded before it
     assert {"(:", "'s", ">:o"} <= splitter.changing and "can't" not in splitter.changing
     assert (("(", ":"), "(:") in splitter.joins["("] and (("'", "s"), "'s") in splitter.joins["'"]
 
