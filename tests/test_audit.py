@@ -289,6 +289,7 @@ def test_the_settings_come_whole_or_as_keywords(real):
             refused()
 
 
+@pytest.mark.heavy
 def test_what_the_audit_holds_grows_by_digests_only():
     rng = np.random.default_rng(0)
     words = rng.zipf(1.3, size=(32, 2048)) % 50_000  # text-like frequencies
@@ -303,6 +304,7 @@ def test_what_the_audit_holds_grows_by_digests_only():
     assert grown / 100 * 10_000 < 200e6, f"{grown / 100:.0f} bytes a step"
 
 
+@pytest.mark.heavy
 def test_the_command_line_reads_saved_batches(real, tmp_path):
     torch.save(real[:4], tmp_path / "clean.pt")
     buggy = [*real[:2], *[{**b, "input_ids": torch.randint(0, VOCAB, b["input_ids"].shape)} for b in real[2:4]]]
@@ -346,6 +348,7 @@ finish_ranks()  # leave together, and end without finalizing (helpers.common.pro
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("told", ["told", "not-told"])
 def test_the_live_auditor_compares_ranks_under_torch_distributed(prefixes, tmp_path, told):
     import json
@@ -391,6 +394,7 @@ finish_ranks()
 """
 
 
+@pytest.mark.heavy
 def test_every_bug_of_the_stream_is_named_on_two_ranks_at_the_step_it_first_shows(prefixes, tmp_path):
     """The training commands' planter and live auditor (`batches_for_the_model`, here warning instead of raising so
     that both ranks go on) on 2 processes under torchrun: each bug of the stream is first named, by a rank that
@@ -465,6 +469,7 @@ def _trainer(prefix: str, folder, callback, steps: int, **overrides):
                    train_dataset=samples_for_transformers(loader), callbacks=[callback])
 
 
+@pytest.mark.heavy
 def test_the_trainer_callback_names_labels_shifted_twice(prefixes, tmp_path):
     from helpers.audit import AuditCallback, DataBugError
 
@@ -479,6 +484,7 @@ def test_the_trainer_callback_names_labels_shifted_twice(prefixes, tmp_path):
                  remove_unused_columns=True).train()
 
 
+@pytest.mark.heavy
 def test_the_trainer_callback_names_a_resume_that_replays(prefixes, tmp_path):
     from helpers.audit import AuditCallback, DataBugError
 
@@ -650,6 +656,7 @@ def test_an_audited_torch_dataloader_keeps_the_auditor_state(real):
     assert audited.state_dict()["audit"]["step"] == 2
 
 
+@pytest.mark.heavy
 def test_the_command_line_reads_saved_batch_encodings_and_says_what_it_refuses(real, tmp_path):
     from transformers import BatchEncoding
 

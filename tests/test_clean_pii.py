@@ -147,6 +147,7 @@ def _masked_texts(source: Path, out: Path, *pii: str) -> tuple[list[str], dict]:
     return texts, json.loads((out / "report.json").read_text())["inputs"][0]["steps"][-1]["counts"]
 
 
+@pytest.mark.heavy
 def test_pii_names_the_kinds_it_masks_and_email_ip_leaves_phones(real_documents, tmp_path):
     every, every_counts = _masked_texts(real_documents, tmp_path / "every")
     chosen, chosen_counts = _masked_texts(real_documents, tmp_path / "email-ip", "email,ip")

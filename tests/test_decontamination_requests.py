@@ -37,6 +37,7 @@ def run_clean(arguments: list[str]) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+@pytest.mark.heavy
 def test_a_one_word_item_or_a_one_word_n_gram_is_refused_and_with_the_flag_warned_of(fifty, tmp_path):
     the = items_file(tmp_path, "the.jsonl", [{"text": "the"}])
     for arguments, said in ((["--decontaminate", str(the)], '1 of 1 item has fewer than 8 words (line 1 "the")'),

@@ -165,6 +165,7 @@ def test_the_summary_of_gpt3_mode_says_the_spans_it_cut(tmp_path):
     assert summary_lines(report)[0] == "docs.jsonl: 2 records -> 2 kept (decontaminate -0 and 1 span cut)"
 
 
+@pytest.mark.heavy
 def test_an_eval_file_with_named_fields_and_bad_requests_in_one_line(tmp_path, refused_by_clean):
     evals = tmp_path / "mine.jsonl"
     evals.write_text(json.dumps({"id": "q1", "question": "What is the capital city of the small country Wakanda",

@@ -118,6 +118,7 @@ def test_new_weights_at_resume_continue_every_dataset_with_no_repeat_and_no_skip
         assert taken == list(range(len(taken))), name  # a prefix of its own order: nothing repeated or skipped
 
 
+@pytest.mark.heavy
 def test_one_phase_within_an_epoch_is_megatron_cores_blend_sample_for_sample(prefixes):
     data_path = [x for w, p in zip(("0.5", "0.2", "0.3"), prefixes) for x in (w, p)]
     ours = make_dataloader(data_path, split="100,0,0", seq_length=SEQ, batch_size=4, num_samples=200, seed=3,
@@ -239,6 +240,7 @@ def test_a_planned_resume_continues_the_segment_a_changed_one_starts_a_new_one()
     assert dataset.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and number.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
 
 
+@pytest.mark.heavy
 def test_the_ledger_command_reads_a_saved_state(prefixes, tmp_path):
     run = loader(prefixes, 20 * GLOBAL, schedule=[(0, [1, 1, 1]), (10, [0, 0, 1]), (18, [1, 0, 0])])
     run.step = 15
@@ -377,6 +379,7 @@ def test_a_state_saved_before_the_phases_were_kept_counts_steps_in_its_first_sti
     np.testing.assert_array_equal(np.concatenate(rest), whole[57 * 8:])
 
 
+@pytest.mark.heavy
 def test_helpers_training_refuses_a_moved_phase_with_another_global_batch_in_one_line(prefixes, tmp_path):
     """What a user sees: exit 2, one line naming the phase and the fix, no traceback."""
     tiny = ["--steps", "4", "--seq-length", "32", "--model", "hidden_size=32", "--model", "intermediate_size=64",
