@@ -102,13 +102,16 @@ $(KERNEL_SPEC): | $(VENV)/bin/python
 	$(REGISTER_KERNEL)
 
 # Mutation testing of the rules' code (pyproject.toml's [tool.mutmut]; hours on 2 cores, so outside `make test`):
-# mutmut works in mutants/ and picks up where it stopped; docs/mutation.md gets the report. MUTANTS narrows the run,
-# e.g. `make mutation MUTANTS='helpers.loading.schedule*'` (the report then covers what has been run so far).
+# mutmut works in mutants/ and picks up where it stopped; docs/mutation.md gets the report. MUTANTS runs only those
+# mutants, again where they have a result, e.g. `make mutation MUTANTS='helpers.loading.schedule*'`.
+# One thread each: mutmut forks each mutant's run from a process that has run tests, and a child of a process
+# whose OpenMP pool has started can hang.
 MUTANTS ?=
 MUTATION_EXTRAS := .[test,mutation]
 mutation: $(VENV)/.installed-test $(KERNEL_SPEC)  ## plant small bugs in the rules' code, count those the tests catch
 	$(call INSTALL_OR_PIP,-e "$(MUTATION_EXTRAS)")
-	start=$$(date +%s); $(VENV)/bin/mutmut run --max-children $(or $(TEST_WORKERS),2) $(if $(MUTANTS),'$(MUTANTS)') \
+	start=$$(date +%s); OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+	  $(VENV)/bin/mutmut run --max-children $(or $(TEST_WORKERS),2) $(if $(MUTANTS),'$(MUTANTS)') \
 	  || exit 1; \
 	  $(PY) tests/mutation_report.py --seconds $$(( $$(date +%s) - start )) \
 	  --machine "$$(nproc) cores$(if $(HAS_GPU),, and no GPU)" > docs/mutation.md.part && mv docs/mutation.md.part docs/mutation.md
