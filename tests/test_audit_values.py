@@ -112,3 +112,13 @@ def test_the_memory_keeps_the_newest_capacity_digests_in_blocks_and_forgets_the_
     assert memory.state(before=20) == [[4, 5, 6, 7, 8, 9], [14, 15, 16, 17, 18, 19]]
     again = Sightings.from_state(64, memory.state())
     assert again.get_many([4, 63, 0]) == [14, 73, None]
+
+
+def test_the_bytes_a_sightings_table_holds_are_its_frozen_blocks_16_bytes_a_digest():
+    """What the memory benchmark reads: 8 bytes of digest and 8 of sighting for each frozen digest; the newest
+    block, still a dict, is not counted."""
+    table = Sightings(BLOCKS * 4)  # blocks of 4 digests
+    assert table.nbytes() == 0
+    table.add_many(list(range(1, 10)), list(range(9)))  # two blocks frozen, one digest in the dict
+    assert [len(keys) for keys, _ in table.frozen] == [4, 4] and len(table.recent) == 1
+    assert table.nbytes() == 8 * 16
