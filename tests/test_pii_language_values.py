@@ -136,3 +136,9 @@ def test_language_id_asks_every_language_s_score_and_builds_with_its_threshold()
     assert len(scores) > 10 and max(scores, key=scores.get) == "de" and 0.99 < sum(scores.values()) <= 1.0001
     step, = LanguageId.build({"languages": ("en",), "language_threshold": 0.3})
     assert (step.languages, step.threshold) == (("en",), 0.3)
+
+
+def test_the_settings_a_report_shows_are_plain_lists_under_their_own_names():
+    assert PiiMask.shown({"pii": ("email", "ip")}) == {"pii": ["email", "ip"]}
+    shown = LanguageId.shown({"languages": ("en", "fr"), "language_threshold": 0.65})
+    assert shown == {"languages": ["en", "fr"], "language_threshold": 0.65}
