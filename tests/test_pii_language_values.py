@@ -142,3 +142,10 @@ def test_the_settings_a_report_shows_are_plain_lists_under_their_own_names():
     assert PiiMask.shown({"pii": ("email", "ip")}) == {"pii": ["email", "ip"]}
     shown = LanguageId.shown({"languages": ("en", "fr"), "language_threshold": 0.65})
     assert shown == {"languages": ["en", "fr"], "language_threshold": 0.65}
+
+
+def test_the_language_settings_read_say_any_in_lower_case_and_none_as_nothing():
+    assert LanguageId.read({"languages": "ANY", "language_threshold": 0.5}) == {"languages": ("any",),
+                                                                                "language_threshold": 0.5}
+    assert LanguageId.read({"languages": None, "language_threshold": 0.65}) == {"languages": (),
+                                                                                 "language_threshold": 0.65}
