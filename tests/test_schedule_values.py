@@ -134,11 +134,16 @@ def two_prefixes(tmp_path_factory, corpus_dir) -> list[str]:
 PACKED = {"seq_length": SEQ * 8, "num_samples": 40, "packing": "best_fit_decreasing"}  # rows of 128
 
 
+def loader_of(prefixes, schedule, **options):
+    """A loader over `prefixes` under `schedule`: one sample a step, rows of SEQ tokens, 120 samples, unless
+    `options` say otherwise."""
+    return make_dataloader(prefixes, schedule=schedule, **{"split": "100,0,0", "seq_length": SEQ, "num_samples": 120,
+                                                           "seed": 5, "cache_dir": None, "batch_size": 1, **options})
+
+
 def state_at(prefixes, step: int, schedule, **options) -> dict:
-    """The loader state of a run over `prefixes` under `schedule` that has taken `step` steps (one sample a step,
-    rows of SEQ tokens, 120 samples, unless `options` say otherwise)."""
-    run = make_dataloader(prefixes, schedule=schedule, **{"split": "100,0,0", "seq_length": SEQ, "num_samples": 120,
-                                                          "seed": 5, "cache_dir": None, "batch_size": 1, **options})
+    """The loader state of a run (`loader_of`) that has taken `step` steps."""
+    run = loader_of(prefixes, schedule, **options)
     run.step = step
     return run.state_dict()
 
@@ -347,9 +352,7 @@ def lettered(tmp_path_factory) -> list[str]:
 def served(prefixes, steps: int, **options) -> list[list[int]]:
     """Documents seen 0 and 1 times per dataset, read from the letters of the first `steps` batches the loader
     serves (one sample a step, all of them in the first epoch)."""
-    run = make_dataloader(prefixes, schedule=[(0, [1, 1])], **{"split": "100,0,0", "seq_length": SEQ,
-                                                                "num_samples": 120, "seed": 5, "cache_dir": None,
-                                                                "batch_size": 1, **options})
+    run = loader_of(prefixes, [(0, [1, 1])], **options)
     letters = set()
     for batch, _ in zip(run, range(steps)):
         letters.update(chr(token) for token in batch["input_ids"].flatten().tolist() + batch["labels"][:, -1].tolist()
