@@ -147,10 +147,21 @@ def pytest_xdist_make_scheduler(config, log):
     return UnitScheduling(config, log)
 
 
+# Test files that pin values on small inputs (no corpus to build, no process to start): under `make mutation` they
+# run first, so that a planted bug they catch ends its run (`-x`) before a slower test builds its fixtures.
+PINNING_FILES = ("_values.py", "_boundaries.py", "_messages.py")
+
+
 def pytest_collection_modifyitems(config, items):
     """Notebooks first: a test that reads a notebook's default run comes after the run, in the same unit. The
-    modules that use Ray last, together, so that one process (without xdist too) starts it once."""
+    modules that use Ray last, together, so that one process (without xdist too) starts it once. Under mutmut
+    (which names the mutant in MUTANT_UNDER_TEST), `PINNING_FILES` first, then each file's tests together in
+    their order in it: mutmut hands over its tests in no order, and a module's fixtures would be built again each
+    time its tests came back."""
     items.sort(key=lambda item: (item.path.suffix != ".ipynb", unit_of(item.nodeid) == "ray"))
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        items.sort(key=lambda item: (not item.path.name.endswith(PINNING_FILES), str(item.path),
+                                     item.reportinfo()[1] or 0))
 
 
 @pytest.fixture
