@@ -119,6 +119,7 @@ LONG_UNITS = ("notebooks-", "::real_runs", "ray", "test_distributed_training.py"
               "test_notebooks.py", "test_mix_swarm.py")
 
 
+@pytest.hookimpl(optionalhook=True)  # absent with -p no:xdist (make mutation)
 def pytest_xdist_make_scheduler(config, log):
     """`make test`'s workers (pytest -n 2) take whole units (`unit_of`), long ones first (`LONG_UNITS`), then the
     others by their number of tests; a worker is given its next unit when one test of its last is left (xdist's own

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from helpers.audit import audit
+from helpers.audit.eval_overlap import eval_overlap
+from helpers.decontamination.evals import EvalSet
 from helpers.tokenizers.zoo import load_tokenizer
 
 V = 258  # the bytes tokenizer's vocabulary
@@ -151,3 +153,34 @@ def test_ranks_handed_the_same_batch_are_named_at_the_first_step(batches):
         ("same-batch-across-ranks", 0, 1, "the same batch as rank 0 at this step: the ranks train on the same data, "
          "so W GPUs do the work of one; fix: give the sampler its rank and world size (DistributedSampler(dataset, "
          "num_replicas=W, rank=r), or the loader's rank=)")]  # once: a report names each bug where it starts
+
+
+@pytest.mark.parametrize("lowest, inside", [(0, 16), (V - 8, 8)])
+def test_a_pooled_draw_s_entropy_counts_every_id_inside_the_vocabulary_and_none_outside(lowest, inside):
+    """16 ids, each 64 times, shuffled: pooled, they look drawn uniformly. The entropy counts the ids inside
+    [0, V): all 16 from id 0 on (ln 16), or the 8 below V of those from V - 8 (ln 8; the 8 from V on are out of
+    range). Equal pairs: 16 x C(64, 2); a uniform draw over 16 values gives 1,024 x 1,023 / (2 x 16)."""
+    ids = np.random.default_rng(0).permutation(np.repeat(np.arange(lowest, lowest + 16), 64)).reshape(4, 256)
+    found = {code: message for code, _, message in findings([{"input_ids": ids}])}
+    assert found["random-tokens"].startswith(
+        f"the 1,024 ids look uniformly random over ids {lowest} to {lowest + 15} (equal pairs 32,256, a uniform draw "
+        "gives 32736.0, real text more than ")
+    assert f"; unigram entropy {math.log(inside):.2f} of ln V {math.log(V):.2f} nats over 1,024 tokens; fix: " \
+        in found["random-tokens"]
+    assert set(found) == ({"random-tokens"} if lowest == 0 else {"random-tokens", "id-out-of-range"})
+
+
+def test_audit_reads_at_most_max_steps_and_looks_for_the_evaluation_items_it_is_given(text_ids):
+    """`audit(..., max_steps=2)` reads two of three batches; `overlap=` names a row holding 32 tokens of an item
+    (the first window of it, once)."""
+    ids, labels = text_ids
+    tokenizer = load_tokenizer("bytes")
+    item = tokenizer.decode(ids[1, 100:160].tolist())
+    overlap = eval_overlap([EvalSet("bench", ("item-1",), (item,))], tokenizer)
+    report = audit([{"input_ids": ids, "labels": labels}] * 3, vocab_size=V, overlap=overlap, max_steps=2)
+    assert report.statistics[0]["steps"] == 2
+    (finding,) = report.findings
+    assert (finding.code, finding.step) == ("eval-overlap", 0)
+    assert finding.message.startswith(f"row 1, tokens 100-132 hold an n-gram of bench item-1 (32 tokens: "
+                                      f"{item[:32]!r}); 1 of 4 rows hold one; fix: ")
+    assert audit([{"input_ids": ids, "labels": labels}] * 3, vocab_size=V).statistics[0]["steps"] == 3

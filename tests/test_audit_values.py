@@ -74,6 +74,9 @@ def test_a_sighting_keeps_its_step_row_and_rank_up_to_their_limits():
     for step, row, rank in ((0, 0, 0), (7, ROW_SLOTS - 1, RANK_SLOTS - 1), (123_456, 3, 2)):
         for last in (False, True):
             assert where(sighting(step, row, rank, last)) == (step, row, rank)
+    # the formula, with `last` off unless asked for (a batch's own sighting is its first row's, not a last row)
+    assert sighting(5, 3, 2) == ((5 * ROW_SLOTS + 3) * 2 + 0) * RANK_SLOTS + 2
+    assert sighting(5, 3, 2, last=True) == ((5 * ROW_SLOTS + 3) * 2 + 1) * RANK_SLOTS + 2
 
 
 @pytest.mark.parametrize("before, after, expected", [
@@ -113,6 +116,21 @@ def test_the_memory_keeps_the_newest_capacity_digests_in_blocks_and_forgets_the_
     again = Sightings.from_state(64, memory.state())
     assert again.get_many([4, 63, 0]) == [14, 73, None]
 
+
+def test_sightings_of_a_long_run_are_kept_to_the_unit_frozen_saved_and_read_back():
+    """A million steps on make sightings above 2**53, where a float would round them: frozen, saved in a
+    checkpoint's state and read back (as the state's lists, or as older checkpoints' dict of digest to sighting,
+    whose keys JSON made strings), each comes back exact."""
+    values = [sighting(10**6 + k, 3, 7, last=k % 2 == 1) for k in range(10)]
+    assert min(values) > 2**53 and all(int(float(v)) != v for v in values)  # a float rounds every one
+    digests = [2**63 + k for k in range(10)]  # above int64: the digests are uint64
+    memory = Sightings(64)  # blocks of 4: two frozen, two in the dict
+    memory.add_many(digests, values)
+    assert (len(memory.frozen), len(memory.recent)) == (2, 2)
+    assert memory.get_many(digests) == values
+    assert memory.state() == [digests, values]
+    for state in (memory.state(), {str(d): v for d, v in zip(digests, values)}):
+        assert Sightings.from_state(64, state).get_many(digests) == values
 
 def test_the_bytes_a_sightings_table_holds_are_its_frozen_blocks_16_bytes_a_digest():
     """What the memory benchmark reads: 8 bytes of digest and 8 of sighting for each frozen digest; the newest

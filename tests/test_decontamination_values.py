@@ -14,6 +14,7 @@ from helpers.audit.eval_overlap import eval_overlap
 from helpers.clean.steps.decontaminate import SHOWN_CHARACTERS, check_decontamination, decontamination_step
 from helpers.common.errors import UserError
 from helpers.decontamination import TextIndex, TokenIndex
+from helpers.decontamination.token_index import TokenMatch
 from helpers.decontamination.evals import EvalSet
 from helpers.decontamination.item_lengths import check_item_lengths
 from helpers.decontamination.spans import cuts, pieces
@@ -357,3 +358,26 @@ def test_a_long_document_is_scanned_whole_with_room_for_its_candidates_by_its_si
     assert len(text.encode()) // 1024 > 256
     found = TextIndex([" ".join(ITEM)]).matches(text)
     assert [text[match.start:match.end] for match in found] == [leak]
+
+
+def test_a_token_index_of_no_items_matches_nothing_and_a_one_token_item_matches_one_token():
+    assert TokenIndex([]).patterns == 0 and TokenIndex([]).matches(np.array([1, 2, 3])) == []
+    assert TokenIndex([[7]]).matches(np.array([7])) == [TokenMatch(0, 0, 1)]
+    assert TokenIndex([[7]]).matches(np.array([], np.int64)) == []
+
+
+def test_token_windows_holding_id_0_and_the_ids_at_a_64_bit_word_s_edge_are_matched():
+    """The scan looks up only windows of the items' own ids (a bitmap, 64 ids a word): id 0, and 64 as the
+    largest (the first id of the bitmap's second word), are among them."""
+    index = TokenIndex([[0, 64, 3]], n=2)
+    assert index.matches(np.array([9, 0, 64, 3])) == [TokenMatch(0, 1, 3), TokenMatch(0, 2, 4)]
+    assert TokenIndex([[63, 64]], n=2).matches(np.array([63, 64])) == [TokenMatch(0, 0, 2)]
+    # past 16,384 tokens the scan starts with room for a 64th of them (still whole numbers)
+    long = np.concatenate([np.arange(20_000) % 1000 + 100, [0, 64]])
+    assert index.matches(long) == [TokenMatch(0, 20_000, 20_002)]
+
+
+def test_token_matches_at_one_start_come_in_the_order_of_their_items():
+    """Two items shorter than the n-gram, whole patterns, one the other's first tokens: both match at token 0,
+    the first item first (though the second's window ends first)."""
+    assert TokenIndex([[5, 6, 7], [5, 6]]).matches(np.array([5, 6, 7])) == [TokenMatch(0, 0, 3), TokenMatch(1, 0, 2)]

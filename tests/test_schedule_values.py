@@ -40,6 +40,18 @@ def test_the_greedy_rule_chooses_as_worked_out_by_hand():
     assert number.tolist() == [0, 0, 1, 1, 2, 2, 3, 4]
 
 
+def test_phases_of_one_dataset_each_go_on_with_each_dataset_s_numbers():
+    # one dataset per segment (nothing to choose): a dataset that comes back takes up its numbers where it left
+    dataset, number = choose([Segment(0, (1.0, 0.0)), Segment(2, (0.0, 1.0)), Segment(3, (1.0, 0.0)),
+                              Segment(5, (0.0, 1.0)), Segment(6, (1.0, 0.0))], 8)
+    assert dataset.tolist() == [0, 0, 1, 0, 0, 1, 0, 0]
+    assert number.tolist() == [0, 1, 0, 2, 3, 1, 4, 5]
+    # a segment past the end is empty, one starting where the next does holds nothing
+    dataset, number = choose([Segment(0, (0.0, 1.0)), Segment(2, (1.0, 0.0)), Segment(2, (0.0, 1.0)),
+                              Segment(20, (1.0, 0.0))], 4)
+    assert dataset.tolist() == [1, 1, 1, 1] and number.tolist() == [0, 1, 2, 3]
+
+
 def test_each_phase_starts_at_its_step_times_the_samples_of_a_step_in_the_registry_s_columns():
     phases = parse_schedule([(0, [0.7, 0.3]), (800, [0.2, 0.8])], 2)
     assert segments_of(phases, 32, columns=[2, 0], registry_size=3) == [
