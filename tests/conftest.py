@@ -3,6 +3,12 @@ and quiet progress bars. How the whole suite runs (notebooks included) is in the
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
 import pytest
 
 
@@ -14,6 +20,38 @@ def corpus_dir():
 
     build_corpus(RAW_DIR, verbose=False)
     return RAW_DIR
+
+
+@pytest.fixture(scope="session")
+def kept_for_mutants(tmp_path_factory):
+    """`kept_for_mutants(name, build)`: what `build(folder)` returns (paths of data it wrote into `folder`, as
+    strings, in lists and dicts). A run of the suite builds into a fresh folder. Under `make mutation` (mutmut names
+    the mutant in MUTANT_UNDER_TEST) each mutant's tests run in a process of their own, which would preprocess the
+    same corpus again: there the first process's folder is kept in data/cache/, keyed by the package's sources, and
+    the others read it."""
+
+    def kept(name: str, build):
+        if not os.environ.get("MUTANT_UNDER_TEST"):
+            return build(tmp_path_factory.mktemp(name))
+        from helpers.common.paths import CACHE_DIR, REPO_ROOT
+
+        sources = b"".join(path.read_bytes() for path in sorted((REPO_ROOT / "helpers").rglob("*.py")))
+        final = CACHE_DIR / "kept-for-mutants" / f"{name}-{hashlib.sha256(sources).hexdigest()[:16]}"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if not (final / "paths.json").is_file():
+            building = final.with_name(f"{final.name}.{os.getpid()}")
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir()
+            made = json.dumps(build(building)).replace(json.dumps(str(building))[1:-1], "{folder}")
+            (building / "paths.json").write_text(made, encoding="utf-8")
+            try:
+                building.rename(final)
+            except OSError:  # another mutant's process kept its folder first
+                shutil.rmtree(building, ignore_errors=True)
+        made = (final / "paths.json").read_text(encoding="utf-8")
+        return json.loads(made.replace("{folder}", json.dumps(str(final))[1:-1]))
+
+    return kept
 
 
 @pytest.fixture(scope="session")

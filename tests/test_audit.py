@@ -26,21 +26,24 @@ DOCUMENTS = {"literature": 40, "docs": 25, "code": 12}  # about 300 KB of each d
 
 
 @pytest.fixture(scope="module")
-def prefixes(tmp_path_factory, corpus_dir):
+def prefixes(kept_for_mutants, corpus_dir):
     """Per tokenizer, one Megatron dataset per domain (with EOD) and one of literature without."""
-    folder = tmp_path_factory.mktemp("audit")
-    out: dict[str, dict[str, str]] = {}
-    for name in TOKENIZERS:
-        out[name] = {}
-        for domain, count in DOCUMENTS.items():
-            lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:count]
-            source = folder / f"{domain}.jsonl"
-            source.write_text("".join(lines), encoding="utf-8")
-            for eod in (True, False) if domain == "literature" else (True,):
-                key = domain if eod else f"{domain}-no-eod"
-                out[name][key] = preprocess(source, folder / f"{name}-{key}", name, append_eod=eod,
-                                            progress=False).outputs["text"]
-    return out
+
+    def build(folder):
+        out: dict[str, dict[str, str]] = {}
+        for name in TOKENIZERS:
+            out[name] = {}
+            for domain, count in DOCUMENTS.items():
+                lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+                source = folder / f"{domain}.jsonl"
+                source.write_text("".join(lines), encoding="utf-8")
+                for eod in (True, False) if domain == "literature" else (True,):
+                    key = domain if eod else f"{domain}-no-eod"
+                    out[name][key] = str(preprocess(source, folder / f"{name}-{key}", name, append_eod=eod,
+                                                    progress=False).outputs["text"])
+        return out
+
+    return kept_for_mutants("audit", build)
 
 
 def _vocab(name: str) -> tuple[int, int]:
