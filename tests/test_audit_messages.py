@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from helpers.audit import audit
+from helpers.audit import audit, audit_ranks
+from helpers.common.errors import UserError
 from helpers.audit.eval_overlap import eval_overlap
 from helpers.decontamination.evals import EvalSet
 from helpers.tokenizers.zoo import load_tokenizer
@@ -184,3 +185,35 @@ def test_audit_reads_at_most_max_steps_and_looks_for_the_evaluation_items_it_is_
     assert finding.message.startswith(f"row 1, tokens 100-132 hold an n-gram of bench item-1 (32 tokens: "
                                       f"{item[:32]!r}); 1 of 4 rows hold one; fix: ")
     assert audit([{"input_ids": ids, "labels": labels}] * 3, vocab_size=V).statistics[0]["steps"] == 3
+
+
+def test_a_bad_batch_is_refused_with_the_step_it_came_at(text_ids):
+    ids, _ = text_ids
+    with pytest.raises(UserError, match=r"^step 1: input_ids holds float64 values that are not whole numbers"):
+        audit([{"input_ids": ids}, {"input_ids": ids + 0.5}], vocab_size=V)
+
+
+def test_audit_ranks_refuses_no_stream_an_empty_one_and_settings_without_a_vocabulary(text_ids):
+    ids, _ = text_ids
+    with pytest.raises(UserError, match=r"^no stream given; fix: pass one iterable of batches per rank$"):
+        audit_ranks([], vocab_size=V)
+    with pytest.raises(UserError) as empty:
+        audit_ranks([[], []], vocab_size=V)
+    assert str(empty.value) == ("the stream is empty: no batch to audit; fix: check the loader yields batches (its "
+                                "length, drop_last, the resume position)")
+    with pytest.raises(TypeError, match=r"^audit_ranks\(\) missing 1 required keyword-only argument: 'vocab_size'$"):
+        audit_ranks([[{"input_ids": ids}]])
+    with pytest.raises(TypeError, match=r"^audit\(\) missing 1 required keyword-only argument: 'vocab_size'$"):
+        audit([{"input_ids": ids}])
+
+
+def test_the_statistics_hold_the_entropy_of_the_ids_inside_the_vocabulary_and_0_without_any(text_ids):
+    ids, _ = text_ids
+    counts = np.bincount(ids.ravel(), minlength=V)
+    p = counts[counts > 0] / ids.size
+    statistics = audit([{"input_ids": ids}], vocab_size=V).statistics[0]
+    assert statistics["entropy"] == pytest.approx(float(-(p * np.log(p)).sum()), abs=1e-12)
+    assert statistics["entropy"] > 3
+    assert (statistics["steps"], statistics["rows"], statistics["length"], statistics["tokens"]) == (1, 4, 256, 1024)
+    outside = audit([{"input_ids": np.full((2, 64), V + 5)}], vocab_size=V).statistics[0]
+    assert outside["entropy"] == 0.0 and outside["max_id"] == V + 5
