@@ -14,6 +14,8 @@ import pytest
 from helpers.audit import audit, audit_ranks
 from helpers.common.errors import UserError
 from helpers.audit.eval_overlap import eval_overlap
+from helpers.audit.sightings import sighting
+from helpers.audit.stream import AuditSettings, StreamAudit
 from helpers.decontamination.evals import EvalSet
 from helpers.tokenizers.zoo import load_tokenizer
 
@@ -217,3 +219,91 @@ def test_the_statistics_hold_the_entropy_of_the_ids_inside_the_vocabulary_and_0_
     assert (statistics["steps"], statistics["rows"], statistics["length"], statistics["tokens"]) == (1, 4, 256, 1024)
     outside = audit([{"input_ids": np.full((2, 64), V + 5)}], vocab_size=V).statistics[0]
     assert outside["entropy"] == 0.0 and outside["max_id"] == V + 5
+
+
+def stream_at(step: int, seen: int) -> StreamAudit:
+    """One rank's audit at `step`, having seen `seen` distinct samples (digests 1 to `seen`, at step 0)."""
+    stream = StreamAudit(AuditSettings(vocab_size=V))
+    stream.step = step
+    stream.seen.samples.add_many(list(range(1, seen + 1)), [sighting(0, row, 0) for row in range(seen)])
+    return stream
+
+
+@pytest.mark.parametrize("seen, rows, step, named", [
+    (1001, 2, 1000, True),  # a reshuffle deals these 2 in this order once in 1001 x 1000 = 1,000 x (1000 + 1): named
+    (1000, 2, 1000, False),  # 999,000 orders: not yet
+    (1000, 2, 998, True),  # 999,000 = 1,000 x (998 + 1)
+    (1000, 1, 1, False),  # one row is no order
+])
+def test_a_batch_dealt_again_in_its_order_is_named_once_a_reshuffle_deals_it_less_than_once_in_1000_steps(
+        seen, rows, step, named):
+    """`repeated-batch` for a whole batch equal to an earlier step's: once perm(samples seen, rows) reaches
+    1,000 x (steps so far); never for a batch of the same step, nor one holding a sample twice."""
+    stream = stream_at(step, seen)
+    assert stream._redrawn(sighting(step - 1, 0, 0), list(range(1, rows + 1))) is named
+    if named:
+        assert not stream._redrawn(None, list(range(1, rows + 1)))
+        assert not stream._redrawn(sighting(step, 0, 1), list(range(1, rows + 1)))  # another rank, this step
+        assert not stream._redrawn(sighting(step - 1, 0, 0), [1] * rows)  # the same sample in every row
+
+
+def regrouped(stream: StreamAudit, rows: list[int]) -> list[tuple[str, str]]:
+    found = []
+    stream._regrouped(rows, lambda code, line: found.append((code, line)))
+    return found
+
+
+@pytest.mark.parametrize("seen, distinct, step, named", [
+    (132, 4, 33, True),  # C(132, 4) = 12,082,785 groups of 4, against 10,000 x 34 x 34 = 11,560,000
+    (132, 4, 34, False),  # against 10,000 x 35 x 35 = 12,250,000
+    (284, 2, 1, True),  # C(284, 2) = 40,186, against 10,000 x 2 x 2
+    (283, 2, 1, False),  # C(283, 2) = 39,903
+])
+def test_the_same_samples_in_another_order_are_named_once_a_reshuffle_groups_them_less_than_once_in_10000(
+        seen, distinct, step, named):
+    """`repeated-batch` for a batch of the samples of an earlier one in another order: once the groups of that
+    many samples among those seen reach 10,000 x (steps so far) squared."""
+    stream = stream_at(0, seen)
+    rows = list(range(1, distinct + 1))
+    assert regrouped(stream, rows) == []
+    stream.step = step
+    expected = [("repeated-batch", f"this batch holds the same {distinct} samples as the one at step 0, in another "
+                 "order: the batches were made once and only their order is shuffled each epoch, so the same samples "
+                 "always share a step; fix: shuffle the samples, then batch them (DataLoader(dataset, shuffle=True, "
+                 "batch_size=...)), not a list of batches")]
+    assert regrouped(stream, rows[::-1]) == (expected if named else [])
+
+
+def test_a_batch_is_known_by_the_sum_of_its_samples_digests_and_their_count():
+    stream = stream_at(0, 1000)
+    assert regrouped(stream, [10, 20]) == []  # key 30 + 2
+    stream.step = 1
+    assert regrouped(stream, [1, 2, 28]) == []  # key 31 + 3: another batch
+    assert regrouped(stream_at(1, 1000), [7]) == []  # one sample is no group
+
+
+def test_labels_matching_one_layout_at_99_in_100_positions_count_as_that_layout(text_ids):
+    ids, labels = text_ids
+    row, next_ids = ids[:1, :101], labels[:1, :101].copy()  # one token on: 100 positions compared
+    next_ids[0, 50] = (next_ids[0, 50] + 1) % V  # 99 of 100 one token on
+    assert audit([{"input_ids": row, "labels": next_ids}], vocab_size=V).statistics[0]["labels"] == "shifted"
+    next_ids[0, 60] = (next_ids[0, 60] + 1) % V  # 98 of 100
+    assert audit([{"input_ids": row, "labels": next_ids}], vocab_size=V).statistics[0]["labels"] is None
+
+
+def test_a_batch_whose_labels_are_all_ignored_is_named_no_labels(text_ids):
+    ids, _ = text_ids
+    assert findings([{"input_ids": ids[:1, :64], "labels": np.full((1, 64), -100)}]) == [(
+        "no-labels", 0, "every one of the batch's 64 labels is -100 (ignored): nothing is trained, the loss is 0 or "
+        "NaN and the weights never change; fix: labels are the ids to predict (input_ids, or x[t+1]), -100 only on "
+        "padding and on what must not be learned (a prompt)")]
+    assert findings([{"input_ids": ids[:1, :63], "labels": np.full((1, 63), -100)}]) == []
+
+
+@pytest.mark.parametrize("vocab, expected", [(65_536, {"labels-misaligned"}), (100_000, {"id-wraparound"})])
+def test_uint16_ids_leave_the_labels_unread_only_for_a_vocabulary_they_cannot_hold(text_ids, vocab, expected):
+    """ids handed over as uint16: for 65,536 ids they hold every one, and labels equal to the inputs are named;
+    above that, the ids have lost their top bits and the wrap-around finding says it all."""
+    ids, _ = text_ids
+    batch = {"input_ids": ids.astype(np.uint16), "labels": ids.astype(np.uint16)}
+    assert {code for code, _, _ in findings([batch], vocab_size=vocab, labels="shifted")} == expected
