@@ -307,3 +307,29 @@ def test_uint16_ids_leave_the_labels_unread_only_for_a_vocabulary_they_cannot_ho
     ids, _ = text_ids
     batch = {"input_ids": ids.astype(np.uint16), "labels": ids.astype(np.uint16)}
     assert {code for code, _, _ in findings([batch], vocab_size=vocab, labels="shifted")} == expected
+
+
+@pytest.mark.parametrize("mask", ["none", "right", "inverted"])
+def test_documents_ending_in_eos_never_labelled_are_named_unless_the_mask_is_the_wrong_way_round(text_ids, mask):
+    """4 rows of two documents of 30 ids, each ended by EOS (257), then two ids of padding (pad = eos); labels one
+    on, with every EOS label ignored (as a collator that masks the pad id does): 8 documents end with EOS and none
+    is ever a label. With the mask the wrong way round, that is the finding, and the documents go unread."""
+    ids, _ = text_ids
+    eos = 257
+    rows = np.array([np.concatenate([ids[r, :30], [eos], ids[r, 40:70], [eos, eos, eos]]) for r in range(4)])
+    labels = np.concatenate([rows[:, 1:], np.full((4, 1), eos)], axis=1)
+    labels[labels == eos] = -100
+    batch = {"input_ids": rows, "labels": labels}
+    if mask != "none":
+        right = np.ones_like(rows)
+        right[:, 62:] = 0
+        batch["attention_mask"] = right if mask == "right" else 1 - right
+    found = findings([batch], eod_id=eos, pad_id=eos)
+    if mask == "inverted":
+        assert [code for code, _, _ in found] == ["attention-mask-inverted"]
+    else:
+        assert found == [("eos-not-learned", 0, "8 documents end with the EOS id 257, but no label is ever 257: the "
+                          "model never learns to end a document (with pad = eos, a collator that sets the pad id's "
+                          "labels to -100 takes every EOS out of the loss); fix: give the tokenizer a pad token of its "
+                          "own (not eos), or set labels from the attention mask, so the EOS ending each document is a "
+                          "label")]
