@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 EQUIVALENTS = Path(__file__).parent / "mutation_equivalents.json"
-KILLED = {1, 3, 255, -11, 37}  # a test failed or errored, a crash, a type check
+KILLED = {1, 3, 255, -6, -11, 37}  # a test failed or errored, a crash (an abort, a segfault), a type check
 # past the CPU-time limit (SIGXCPU, then SIGKILL): mostly a loop that never ends, but a mutant that only slows its
 # tests' fixtures past the limit lands here too, so these are counted apart
 TIMED_OUT = {24, -24, 36, 152, -9}

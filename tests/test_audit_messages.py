@@ -71,6 +71,21 @@ def test_a_row_of_zeros_among_real_rows_is_named_from_rows_of_8_ids(text_ids, le
         all(code != "constant-batch" for code, _, _ in findings([{"input_ids": ids}]))
 
 
+def test_a_row_of_zeros_that_is_padding_is_not_a_zero_filled_buffer(text_ids):
+    """A row of id 0 is padding when the mask is 0 on it, or when 0 is the pad id (and no mask is given); then it
+    is an empty document padded, not a failed read."""
+    ids = text_ids[0][:, :64].copy()
+    ids[1] = 0
+    named = ("constant-batch", 0, "1 of 4 rows are all id 0 (a zero-filled buffer); fix: check the reader returns "
+             "data for every sample")
+    mask = np.ones_like(ids)
+    mask[1] = 0
+    assert named not in findings([{"input_ids": ids, "attention_mask": mask}], pad_id=0)
+    assert named in findings([{"input_ids": ids, "attention_mask": np.ones_like(ids)}], pad_id=0)
+    assert named not in findings([{"input_ids": ids}], pad_id=0)
+    assert named in findings([{"input_ids": ids}], pad_id=7)
+
+
 def test_ids_handed_over_as_uint16_for_a_larger_vocabulary_are_named_at_once(text_ids):
     ids = text_ids[0].astype(np.uint16)
     assert findings([{"input_ids": ids}], vocab_size=128_256) == [(
@@ -333,3 +348,34 @@ def test_documents_ending_in_eos_never_labelled_are_named_unless_the_mask_is_the
                           "labels to -100 takes every EOS out of the loss); fix: give the tokenizer a pad token of its "
                           "own (not eos), or set labels from the attention mask, so the EOS ending each document is a "
                           "label")]
+
+
+@pytest.fixture(scope="module")
+def two_windows_of_16384(corpus_dir) -> list[np.ndarray]:
+    """Two batches of 64 rows of 256 ids of real text (bytes), 16,384 ids each, none repeated."""
+    text = "".join(json.loads(line)["text"] for line in
+                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:8])
+    ids = np.array(load_tokenizer("bytes").encode(text)[:2 * 64 * 256], dtype=np.int64)
+    assert ids.size == 2 * 64 * 256
+    return list(ids.reshape(2, 64, 256))
+
+
+def test_the_highest_id_is_judged_once_when_the_first_16384_tokens_have_come(two_windows_of_16384):
+    """Bytes under a 50,257-id model: after 16,384 tokens the highest id (at most 257) is far below 70% of the
+    vocabulary, named once, with the tokenizer's own size when it is given."""
+    first, second = two_windows_of_16384
+    highest = int(first.max())
+    found = findings([{"input_ids": first}, {"input_ids": second}], vocab_size=50_257, tokenizer_vocab=V)
+    assert [(code, step) for code, step, _ in found] == [("vocab-mismatch", 0)]
+    assert found[0][2].startswith(f"the highest id in the first 16,384 tokens is {highest}, 0% of the model's "
+                                  f"50,257-id vocabulary; the tokenizer given has {V} ids (real text reaches 77% ")
+
+
+def test_ids_from_65536_up_are_counted_over_the_stream(text_ids):
+    ids, _ = text_ids
+    high = ids.copy()
+    high[0, :5] = 70_000
+    stream = StreamAudit(AuditSettings(vocab_size=128_256))
+    for _ in range(2):
+        stream.look({"input_ids": high})
+    assert stream.high_ids == 10

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from helpers.audit.sightings import BLOCKS, RANK_SLOTS, ROW_SLOTS, Sightings, follows, sighting, where
+from helpers.audit.stream import _plain_rows
 from helpers.audit.statistics import label_matches, padding_positions, pooled_pairs, replay_run_needed, row_windows, \
-    uniform_bound, unigram_entropy, window_pairs
+    uniform_bound, uniform_windows, unigram_entropy, window_pairs
 
 
 def test_equal_pairs_count_every_pair_of_equal_ids_in_a_row():
@@ -68,6 +69,19 @@ def test_padding_is_the_mask_s_zeros_else_the_pad_id_and_an_end_of_document_pad_
     shared = padding_positions(ids, None, 0, 0)  # pad = EOD: the runs at either edge, less the trailing run's first
     assert shared.astype(int).tolist() == [[1, 1, 0, 0, 0, 0, 0, 1, 1], [0] * 9]
     assert padding_positions(np.zeros((1, 3), np.int64), None, 0, None).all()
+    # a row that starts with pads and ends in text: the leading run is padding whole, its first pad too
+    assert padding_positions(np.array([[0, 0, 5, 6]]), None, 0, 0).astype(int).tolist() == [[1, 1, 0, 0]]
+
+
+def test_a_window_with_exactly_the_bound_s_equal_pairs_looks_uniform_and_one_more_does_not():
+    """256 ids over 2,040 values: a uniform draw gives 256 x 255 / (2 x 2,040) = 16 equal pairs, and the bound is
+    16 + 7 x 4 + 3 = 47. A row without a window (under 128 ids) says nothing."""
+    assert uniform_bound(256, 2040) == (16.0, 47.0)
+    at_bound = np.concatenate([np.repeat(np.arange(47), 2), np.arange(1000, 1162)])[None]  # 47 ids twice: 47 pairs
+    over = np.concatenate([np.repeat(np.arange(48), 2), np.arange(1000, 1160)])[None]
+    assert uniform_windows(at_bound, 2040) == (1, 1, 47.0, 16.0, 47.0)
+    assert uniform_windows(over, 2040) == (1, 0, 48.0, 16.0, 47.0)
+    assert uniform_windows(at_bound[:, :127], 2040) == (0, 0, math.inf, 0.0, 0.0)
 
 
 def test_a_sighting_keeps_its_step_row_and_rank_up_to_their_limits():
@@ -140,3 +154,12 @@ def test_the_bytes_a_sightings_table_holds_are_its_frozen_blocks_16_bytes_a_dige
     table.add_many(list(range(1, 10)), list(range(9)))  # two blocks frozen, one digest in the dict
     assert [len(keys) for keys, _ in table.frozen] == [4, 4] and len(table.recent) == 1
     assert table.nbytes() == 8 * 16
+
+
+def test_plain_rows_hold_at_most_an_eighth_of_their_length_in_distinct_ids_and_one_id_in_two_fifths_of_them():
+    """Rows of 64: plain with 8 distinct ids or fewer, one of them 26 times or more (0.4 x 64 = 25.6)."""
+    def row(top: int, others: int) -> np.ndarray:
+        return np.concatenate([np.full(top, 5), 100 + np.arange(64 - top) % others])
+
+    rows = np.array([row(26, 7), row(25, 7), row(26, 8), row(64, 1), np.arange(64)])
+    assert _plain_rows(rows).tolist() == [True, False, False, True, False]
