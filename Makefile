@@ -33,8 +33,9 @@ workshop: $(VENV)/.installed $(KERNEL_SPEC) corpus  ## build the corpus and exec
 	$(PY) -m helpers.runs $(NOTEBOOKS) --out runs/workshop
 
 # pytest-xdist workers (TEST_WORKERS=0: one process); the root conftest.py keeps together on one worker what must
-# run together (notebooks that share a data/ folder, a test module's fixtures).
-TEST_WORKERS ?= 2
+# run together (notebooks that share a data/ folder, a test module's fixtures). Three on a 2-core machine: the third
+# runs while the others wait on the kernels and processes their tests start.
+TEST_WORKERS ?= 3
 
 test: $(VENV)/.installed-test $(KERNEL_SPEC)  ## run the whole test suite
 	$(PY) -m pytest -q -n $(TEST_WORKERS)
@@ -107,11 +108,12 @@ $(KERNEL_SPEC): | $(VENV)/bin/python
 # One thread each: mutmut forks each mutant's run from a process that has run tests, and a child of a process
 # whose OpenMP pool has started can hang.
 MUTANTS ?=
+MUTATION_CHILDREN ?= 2  # mutants tested at once, each in a process of its own
 MUTATION_EXTRAS := .[test,mutation]
 mutation: $(VENV)/.installed-test $(KERNEL_SPEC)  ## plant small bugs in the rules' code, count those the tests catch
 	$(call INSTALL_OR_PIP,-e "$(MUTATION_EXTRAS)")
 	start=$$(date +%s); OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
-	  $(VENV)/bin/mutmut run --max-children $(or $(TEST_WORKERS),2) $(if $(MUTANTS),'$(MUTANTS)') \
+	  $(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(if $(MUTANTS),'$(MUTANTS)') \
 	  || exit 1; \
 	  $(PY) tests/mutation_report.py --seconds $$(( $$(date +%s) - start )) \
 	  --machine "$$(nproc) cores$(if $(HAS_GPU),, and no GPU)" > docs/mutation.md.part && mv docs/mutation.md.part docs/mutation.md

@@ -3,7 +3,7 @@
 - the real corpus is built once, before anything (or any xdist worker) starts;
 - nbval's run of a notebook records its metrics to a file, which test_notebooks reads
   (`default_run_metrics`) instead of running the notebook a second time;
-- `make test` runs on 2 pytest-xdist workers, each taking whole units of work (`unit_of`).
+- `make test` runs on 3 pytest-xdist workers (`TEST_WORKERS`), each taking whole units of work (`unit_of`).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ LONG_UNITS = ("notebooks-", "::real_runs", "ray", "test_distributed_training.py"
 
 @pytest.hookimpl(optionalhook=True)  # absent with -p no:xdist (make mutation)
 def pytest_xdist_make_scheduler(config, log):
-    """`make test`'s workers (pytest -n 2) take whole units (`unit_of`), long ones first (`LONG_UNITS`), then the
+    """`make test`'s workers (pytest -n 3) take whole units (`unit_of`), long ones first (`LONG_UNITS`), then the
     others by their number of tests; a worker is given its next unit when one test of its last is left (xdist's own
     rule queues up to two more ahead, which at the end can leave one worker idle while the other runs its queue)."""
     from xdist.scheduler import LoadScopeScheduling
