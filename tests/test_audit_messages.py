@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from helpers.audit import audit, audit_ranks
 from helpers.common.errors import UserError
@@ -379,3 +380,42 @@ def test_ids_from_65536_up_are_counted_over_the_stream(text_ids):
     for _ in range(2):
         stream.look({"input_ids": high})
     assert stream.high_ids == 10
+
+
+def test_ids_at_the_vocabulary_s_edges_are_counted_and_the_smallest_outside_named(text_ids):
+    """Id V is the first outside [0, V), id 0 the first inside; labels too."""
+    ids, labels = text_ids
+    bad = ids.copy()
+    bad[0, 5], bad[1, 7], bad[2, 9] = V, V + 4, 0
+    assert findings([{"input_ids": bad}]) == [(
+        "id-out-of-range", 0, "2 of 1,024 input ids outside [0, 258) (those: smallest 258, largest 262); the embedding "
+        "lookup fails or reads another row; fix: pass the tokenizer's vocabulary size to the model, or check the ids' "
+        "dtype and tokenizer")]
+    at_edge = labels.copy()
+    at_edge[3, 3] = V
+    assert findings([{"input_ids": ids, "labels": at_edge}]) == [(
+        "id-out-of-range", 0, f"labels hold ids outside [0, 258) (largest 258, smallest {int(labels.min())}) other "
+        "than ignore_index -100; fix: mask with -100, not another value")]
+    garbage = ids.copy()
+    garbage[0, 3] = np.iinfo(np.int64).min  # not a float's infinity cast back: out of range like any other
+    assert findings([{"input_ids": garbage}])[0][2].startswith(
+        "1 of 1,024 input ids outside [0, 258) (those: smallest -9,223,372,036,854,775,808, largest "
+        "-9,223,372,036,854,775,808)")
+
+
+def test_float16_ids_past_65504_are_named_rounded_not_out_of_range(text_ids):
+    """float16 holds nothing above 65,504: those ids become infinities, which are the rounding's doing (named
+    ids-rounded), not ids outside the vocabulary; the highest id kept is the highest float16 holds below."""
+    ids, _ = text_ids
+    report = audit([{"input_ids": torch.tensor(ids * 600).to(torch.float16)}] * 2, vocab_size=128_256)
+    assert [(f.code, f.step) for f in report.findings] == [("ids-rounded", 0)]
+    assert report.statistics[0]["max_id"] == 65_408
+
+
+def test_the_entropy_counts_every_batch_of_the_stream_and_a_batch_of_one_id_is_read(text_ids):
+    ids, _ = text_ids
+    counts = np.bincount(np.concatenate([ids[:2].ravel(), ids[2:].ravel()]), minlength=V)
+    p = counts[counts > 0] / counts.sum()
+    statistics = audit([{"input_ids": ids[:2]}, {"input_ids": ids[2:]}], vocab_size=V).statistics[0]
+    assert statistics["entropy"] == pytest.approx(float(-(p * np.log(p)).sum()), abs=1e-12)
+    assert audit([{"input_ids": np.array([[5]])}], vocab_size=V).findings == []
