@@ -419,3 +419,39 @@ def test_the_entropy_counts_every_batch_of_the_stream_and_a_batch_of_one_id_is_r
     statistics = audit([{"input_ids": ids[:2]}, {"input_ids": ids[2:]}], vocab_size=V).statistics[0]
     assert statistics["entropy"] == pytest.approx(float(-(p * np.log(p)).sum()), abs=1e-12)
     assert audit([{"input_ids": np.array([[5]])}], vocab_size=V).findings == []
+
+
+def test_a_replay_is_named_from_exactly_the_run_chance_rules_out_and_across_a_batch_s_end(batches):
+    """128 samples seen: 4 in a row in their old order is the shortest run a reshuffle gives less than once in
+    10,000 runs. 4 in a row, half a batch, are named; 3 are not; 2 ending one batch and 2 starting the next are a
+    run of 4, named in the second batch."""
+    from helpers.audit.stream import REPLAY_CAUSES, REPLAY_FIX
+
+    others = np.stack([batches[9][3], batches[7][1], batches[11][6], batches[5][2]])  # seen before, out of order
+
+    def named(step: int, here: int, rows: int) -> list[tuple[str, int, str]]:
+        return [("repeated-samples", step, f"{here} of {rows} samples come back in the order they were trained on at "
+                 "step 2 (4 in a row; a new epoch's shuffle of 128 samples gives 4 in a row less than once in 10,000 "
+                 f"runs): {REPLAY_CAUSES}; {REPLAY_FIX}")]
+
+    assert replay_lines(batches + [np.concatenate([batches[2][4:8], others])]) == named(16, 4, 8)
+    assert replay_lines(batches + [np.concatenate([batches[2][5:8], others[:3]])]) == []
+    ending, starting = np.concatenate([others, batches[2][4:6]]), np.concatenate([batches[2][6:8], others[:2]])
+    assert replay_lines(batches + [ending, starting]) == named(17, 2, 4)
+
+
+def test_the_pooled_test_reads_a_batch_of_1024_ids_alone_and_pools_smaller_ones_over_steps():
+    """A batch of 1,024 ids or more is judged alone (the pool starts again after it); smaller ones are pooled
+    with the steps before them until 1,024 ids are held."""
+    rng = np.random.default_rng(0)
+
+    def draw(tokens: int) -> np.ndarray:
+        return rng.permutation(np.repeat(np.arange(16), tokens // 16)).reshape(-1, 64)
+
+    alone = findings([{"input_ids": draw(1024)}, {"input_ids": draw(512)}])
+    assert [(code, step) for code, step, _ in alone] == [("random-tokens", 0)]
+    pooled = findings([{"input_ids": draw(512)}, {"input_ids": draw(512)}])
+    assert [(code, step) for code, step, _ in pooled] == [("random-tokens", 1)]
+    assert pooled[0][2].startswith("the 1,024 ids over 2 steps look uniformly random over ids 0 to 15 (equal pairs ")
+    assert pooled[0][2].endswith("; fix: load real data, and make a missing file an error instead of a torch.randint "
+                                 "fallback")
