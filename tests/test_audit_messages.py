@@ -455,3 +455,22 @@ def test_the_pooled_test_reads_a_batch_of_1024_ids_alone_and_pools_smaller_ones_
     assert pooled[0][2].startswith("the 1,024 ids over 2 steps look uniformly random over ids 0 to 15 (equal pairs ")
     assert pooled[0][2].endswith("; fix: load real data, and make a missing file an error instead of a torch.randint "
                                  "fallback")
+
+
+def test_ranks_sharing_half_a_batch_are_named_and_one_shared_row_only_on_the_second_step_in_a_row(batches):
+    """Samples equal to another rank's at the same step: named from half of the batch (4 of 8, 2 of 4; 3 of 8 is
+    not); a batch of one row only when the step before shared too."""
+    from helpers.audit import audit_ranks
+
+    def found(first, second) -> list[tuple[str, int, int]]:
+        report = audit_ranks([[{"input_ids": b} for b in first], [{"input_ids": b} for b in second]], vocab_size=V)
+        return [(f.code, f.step, f.rank) for f in report.findings]
+
+    def shared(count: int, rows: int = 8) -> np.ndarray:
+        return np.concatenate([batches[0][:count], batches[1][:rows - count]])
+
+    assert found([batches[0]], [shared(3)]) == []
+    assert found([batches[0]], [shared(4)]) == found([batches[0][:4]], [shared(2, 4)]) == [
+        ("same-batch-across-ranks", 0, 1)]
+    rows = [batches[0][k:k + 1] for k in range(3)]
+    assert found(rows, rows) == [("same-batch-across-ranks", 1, 1)]
