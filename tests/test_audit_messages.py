@@ -474,3 +474,19 @@ def test_ranks_sharing_half_a_batch_are_named_and_one_shared_row_only_on_the_sec
         ("same-batch-across-ranks", 0, 1)]
     rows = [batches[0][k:k + 1] for k in range(3)]
     assert found(rows, rows) == [("same-batch-across-ranks", 1, 1)]
+
+
+def test_ranks_that_each_read_every_sample_are_named_once_8_came_from_another_rank_s_earlier_steps(batches):
+    """Rank 0 reads the 128 samples in order, rank 1 in a shuffled order of its own: each is named at the step
+    where 8 of its samples had been trained on by the other rank before (and none of its own came back)."""
+    from helpers.audit import audit_ranks
+
+    rows = np.concatenate(batches)
+    shuffled = rows[np.random.default_rng(0).permutation(len(rows))].reshape(16, 8, -1)
+    report = audit_ranks([[{"input_ids": b} for b in batches], [{"input_ids": b} for b in shuffled]], vocab_size=V)
+    line = ("8 samples this rank trained on had been trained on by another rank at an earlier step, against 0 of its "
+            "own seen again: every rank reads the whole dataset in an order of its own, so each sample is trained on "
+            "once per rank and an epoch costs W times its work; fix: give each rank its share (DistributedSampler("
+            "dataset, num_replicas=W, rank=r), or the loader's rank=), and one seed on every rank")
+    assert [(f.code, f.step, f.rank, f.message) for f in report.findings] == [
+        ("same-data-across-ranks", 4, 1, line), ("same-data-across-ranks", 6, 0, line)]
