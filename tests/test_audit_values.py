@@ -39,7 +39,7 @@ def test_the_uniform_bound_is_the_poisson_tail_for_few_ids_and_the_chi_square_ta
 
 
 @pytest.mark.parametrize("distinct, looked_at, needed", [
-    (1, 100, 16), (2, 100, 16), (10, 0, 5), (10, 1, 5), (10, 2, 6), (1000, 1000, 4), (10_000_000, 1, 3),
+    (1, 100, 16), (2, 100, 16), (2, 1, 15), (10, 0, 5), (10, 1, 5), (10, 2, 6), (1000, 1000, 4), (10_000_000, 1, 3),
     (100, 100, 4), (100, 99, 4), (100, 101, 5)])
 def test_a_replay_is_named_after_as_many_samples_in_a_row_as_chance_rules_out(distinct, looked_at, needed):
     # 1 + ceil(log(10,000 x looked at) / log(distinct)), within 3..16
