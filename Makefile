@@ -105,8 +105,8 @@ $(KERNEL_SPEC): | $(VENV)/bin/python
 # Mutation testing of the rules' code (pyproject.toml's [tool.mutmut]; hours on 2 cores, so outside `make test`):
 # mutmut works in mutants/ and picks up where it stopped; docs/mutation.md gets the report. MUTANTS runs only those
 # mutants, again where they have a result, e.g. `make mutation MUTANTS='helpers.loading.schedule*'`.
-# One thread each: mutmut forks each mutant's run from a process that has run tests, and a child of a process
-# whose OpenMP pool has started can hang.
+# One thread each: mutmut forks each mutant's run from a server process, and a child of a process whose thread
+# pools (OpenMP, numba, fastokens' rayon) have started can hang.
 MUTANTS ?=
 MUTATION_CHILDREN ?= 2  # mutants tested at once, each in a process of its own
 MUTATION_EXTRAS := .[test,mutation]
