@@ -165,7 +165,6 @@ def test_a_batch_dealt_again_at_once_or_later_is_named_with_the_step_it_first_ca
 
 
 def test_ranks_handed_the_same_batch_are_named_at_the_first_step(batches):
-
     report = audit_ranks([[{"input_ids": b} for b in batches[:2]]] * 2, vocab_size=V)
     assert [(f.code, f.step, f.rank, f.message) for f in report.findings] == [
         ("same-batch-across-ranks", 0, 1, "the same batch as rank 0 at this step: the ranks train on the same data, "
@@ -462,7 +461,6 @@ def test_the_pooled_test_reads_a_batch_of_1024_ids_alone_and_pools_smaller_ones_
 def test_ranks_sharing_half_a_batch_are_named_and_one_shared_row_only_on_the_second_step_in_a_row(batches):
     """Samples equal to another rank's at the same step: named from half of the batch (4 of 8, 2 of 4; 3 of 8 is
     not); a batch of one row only when the step before shared too."""
-
     def found(first, second) -> list[tuple[str, int, int]]:
         report = audit_ranks([[{"input_ids": b} for b in first], [{"input_ids": b} for b in second]], vocab_size=V)
         return [(f.code, f.step, f.rank) for f in report.findings]
@@ -480,7 +478,6 @@ def test_ranks_sharing_half_a_batch_are_named_and_one_shared_row_only_on_the_sec
 def test_ranks_that_each_read_every_sample_are_named_once_8_came_from_another_rank_s_earlier_steps(batches):
     """Rank 0 reads the 128 samples in order, rank 1 in a shuffled order of its own: each is named at the step
     where 8 of its samples had been trained on by the other rank before (and none of its own came back)."""
-
     rows = np.concatenate(batches)
     shuffled = rows[np.random.default_rng(0).permutation(len(rows))].reshape(16, 8, -1)
     report = audit_ranks([[{"input_ids": b} for b in batches], [{"input_ids": b} for b in shuffled]], vocab_size=V)
