@@ -70,6 +70,17 @@ def test_the_fit_is_the_minimum_another_optimiser_finds_from_many_starts():
     np.testing.assert_allclose(law.predict(grid), np.exp(reference.x[0]) + np.exp(grid @ reference.x[1:]), atol=1e-4)
 
 
+def test_a_repeated_fit_is_the_kept_law_and_another_seed_or_domain_fits_again():
+    swarm = synthetic_swarm(runs=8, noise=0.01, seed=5)
+    law = fit_log_linear(swarm.shares, swarm.losses[:, 0], own_domain=0)
+    assert fit_log_linear(swarm.shares.copy(), swarm.losses[:, 0].copy(), own_domain=0) is law
+    assert fit_log_linear(swarm.shares, swarm.losses[:, 0], own_domain=0, seed=1) is not law
+    assert fit_log_linear(swarm.shares, swarm.losses[:, 0], own_domain=1) is not law
+    assert fit_log_linear(swarm.shares[:-1], swarm.losses[:-1, 0], own_domain=0) is not law
+    with pytest.raises(ValueError, match="read-only"):
+        law.t[0] = 0.0
+
+
 def test_the_linear_baseline_recovers_a_linear_law_and_loses_to_the_log_linear_one():
     swarm = synthetic_swarm(runs=12, noise=0.0)
     b = np.array([2.5, 3.0, 3.5])

@@ -10,6 +10,7 @@ matters before trusting a proposed mixture (`helpers.runs.mix_proposal`).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Protocol
@@ -86,13 +87,22 @@ def fit_log_linear(shares: np.ndarray, losses: np.ndarray, *, own_domain: int | 
     scipy's least_squares with loss="huber" and f_scale=delta minimises exactly the summed Huber loss
     (0.5 e² below delta, delta·(|e| - delta/2) above). Starts as Olmix draws them: log_c from -2 to 1.5,
     t_j from U(0, 0.1), but -U(0, 1) for `own_domain` (the domain whose loss this is: more of it, less loss).
-    Every parameter stays below log(largest loss) + CEILING."""
-    from scipy.optimize import least_squares  # here, not above: scipy takes most of a second to import
-
+    Every parameter stays below log(largest loss) + CEILING. The fit depends on its arguments alone, so the last
+    512 are kept: fitting a swarm again (another bound or pull, a target sharing its domains) reuses them."""
     shares, losses = np.asarray(shares, dtype=float), np.asarray(losses, dtype=float)
     if not np.all(np.isfinite(losses)) or np.any(losses <= 0):
         raise UserError(f"losses {losses.tolist()[:6]}...: a held-out loss must be a number above 0 (nats a token); "
                         "fix: record each run's mean held-out loss")
+    return _fitted(shares.shape, shares.tobytes(), losses.tobytes(), own_domain, float(delta), seed)
+
+
+@functools.lru_cache(maxsize=512)
+def _fitted(shape: tuple[int, int], shares: bytes, losses: bytes, own_domain: int | None, delta: float,
+            seed: int) -> LogLinearLaw:
+    """`fit_log_linear`'s search, on its arguments as bytes (hashable, so a repeated fit is looked up)."""
+    from scipy.optimize import least_squares  # here, not above: scipy takes most of a second to import
+
+    shares, losses = np.frombuffer(shares).reshape(shape), np.frombuffer(losses)
     rng = np.random.default_rng(seed)
     highest = np.log(np.max(losses)) + CEILING
     best = None
@@ -107,7 +117,9 @@ def fit_log_linear(shares: np.ndarray, losses: np.ndarray, *, own_domain: int | 
                                        f_scale=delta, ftol=FTOL, args=(shares, losses))
                 if best is None or result.cost < best.cost:
                     best = result
-    return LogLinearLaw(log_c=float(best.x[0]), t=best.x[1:].copy(), cost=float(best.cost))
+    t = best.x[1:].copy()
+    t.flags.writeable = False  # one law may be handed out many times: nobody may change it under the others
+    return LogLinearLaw(log_c=float(best.x[0]), t=t, cost=float(best.cost))
 
 
 def fit_linear(shares: np.ndarray, losses: np.ndarray) -> LinearLaw:
