@@ -18,6 +18,7 @@ from helpers.decontamination.token_index import TokenMatch
 from helpers.decontamination.evals import EvalSet
 from helpers.decontamination.item_lengths import check_item_lengths
 from helpers.decontamination.spans import cuts, pieces
+from helpers.decontamination.table import NgramTable, bitmap
 from helpers.tokenizers.zoo import load_tokenizer
 from quality_boundaries import filler
 
@@ -381,3 +382,38 @@ def test_token_matches_at_one_start_come_in_the_order_of_their_items():
     """Two items shorter than the n-gram, whole patterns, one the other's first tokens: both match at token 0,
     the first item first (though the second's window ends first)."""
     assert TokenIndex([[5, 6, 7], [5, 6]]).matches(np.array([5, 6, 7])) == [TokenMatch(0, 0, 3), TokenMatch(1, 0, 2)]
+
+
+@pytest.mark.parametrize("entries, slots", [(0, 16), (1, 16), (8, 16), (9, 32), (16, 32), (17, 64)])
+def test_the_table_keeps_at_least_twice_its_entries_in_slots_and_no_fewer_than_16(entries, slots):
+    table = NgramTable([np.arange(1, entries + 1, dtype=np.uint64)], 1) if entries else NgramTable([], 1)
+    assert table.table_keys.size == table.table_first.size == slots
+    assert np.count_nonzero(table.table_keys) == entries  # every window of one unit has a key of its own
+    assert np.all(table.table_first[table.table_keys == 0] == -1)
+    assert np.all(table.following == -1)
+    assert [a.dtype for a in (table.entry_item, table.entry_position, table.entry_length)] == [np.int32] * 3
+
+
+def test_the_table_s_arrays_have_the_dtypes_the_scans_are_compiled_for():
+    table = NgramTable([np.array([5, 6, 7], np.uint64), np.array([5, 6], np.uint64), np.array([], np.uint64)], 2)
+    assert [a.dtype for a in (table.entry_item, table.entry_position, table.entry_length)] == [np.int32] * 3
+    assert (table.table_keys.dtype, table.table_first.dtype, table.following.dtype) == (np.uint64, np.int64, np.int64)
+    assert table.entry_item.tolist() == [0, 0, 1] and table.entry_position.tolist() == [0, 1, 0]
+    assert table.entry_length.tolist() == [2, 2, 2] and table.lengths.tolist() == [2]
+    assert table.following.tolist() == [2, -1, -1]  # item 1's window (5, 6) is item 0's first: chained after it
+
+
+def test_a_one_unit_item_is_a_pattern_of_one_and_an_n_gram_of_no_unit_is_refused():
+    table = NgramTable([np.array([9], np.uint64), np.array([1, 2, 3], np.uint64)], 2)
+    assert table.entry_length.tolist() == [1, 2, 2] and table.lengths.tolist() == [1, 2]
+    with pytest.raises(ValueError, match="^an n-gram has at least one unit$"):
+        NgramTable([np.array([9], np.uint64)], 0)
+
+
+@pytest.mark.parametrize("bits, words", [(0, 1), (1, 1), (64, 1), (65, 2), (128, 2), (129, 3)])
+def test_a_bitmap_has_one_64_bit_word_for_each_64_bits_begun(bits, words):
+    positions = np.array([bits - 1] if bits else [], np.int64)
+    got = bitmap(positions, bits)
+    assert got.dtype == np.uint64 and got.size == words
+    if bits:
+        assert int(got[(bits - 1) // 64]) == 1 << ((bits - 1) % 64) and np.count_nonzero(got) == 1

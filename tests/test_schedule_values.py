@@ -17,7 +17,7 @@ from helpers.audit.ledger import ledger, ledger_table, read_state
 from helpers.audit.ledger import main as ledger_main
 from helpers.common.errors import UserError
 from helpers.loading.loader import make_dataloader
-from helpers.loading.schedule import Segment, choose, load_schedule_file, parse_schedule, resumed_segments, \
+from helpers.loading.schedule import Choice, Segment, choose, load_schedule_file, parse_schedule, resumed_segments, \
     segments_of
 from helpers.preprocess import preprocess
 
@@ -38,6 +38,41 @@ def test_the_greedy_rule_chooses_as_worked_out_by_hand():
     dataset, number = choose([Segment(0, (0.5, 0.5)), Segment(4, (0.25, 0.75))], 8)
     assert dataset.tolist() == [0, 1, 0, 1, 1, 0, 1, 1]
     assert number.tolist() == [0, 0, 1, 1, 2, 2, 3, 4]
+
+
+def long_segments() -> list[Segment]:
+    return [Segment(0, (0.75, 0.25)), Segment(60_000, (0.5, 0.5))]
+
+
+def test_a_long_stream_is_chosen_in_python_up_to_4096_samples_then_whole_and_a_short_one_whole_at_once():
+    """Choice makes only what is read: a few samples of a long stream for the first batch (no compiler yet), the
+    rest in one compiled call past 4,096; a stream under 50,000 samples whole at its first read."""
+    long = Choice(long_segments(), 100_000)
+    assert long.made == 0
+    long.upto(10)
+    assert long.made == 10
+    datasets, numbers = long.of([9])
+    assert long.made == 10 and (datasets.tolist(), numbers.tolist()) == ([1], [2])  # dataset 1 at 1, 5 and 9
+    assert Choice.PYTHON_SAMPLES == 4_096
+    long.upto(4_096)
+    assert long.made == 4_096
+    long.upto(4_097)
+    assert long.made == 100_000
+    np.testing.assert_array_equal(long.prefix(100_000)[0], choose(long_segments(), 100_000)[0])
+    short = Choice([Segment(0, (0.75, 0.25))], 49_999)
+    short.upto(10)
+    assert short.made == 49_999
+    empty = short.of([])
+    assert [part.size for part in empty] == [0, 0]
+
+
+def test_segments_of_one_dataset_each_are_all_chosen_when_made_and_a_stream_must_start_at_0():
+    choice = Choice([Segment(0, (1.0, 0.0)), Segment(4, (0.0, 1.0))], 100_000)
+    assert choice.made == 100_000
+    assert choice.prefix(6)[0].tolist() == [0, 0, 0, 0, 1, 1]
+    for segments in ([], [Segment(5, (1.0,))]):
+        with pytest.raises(ValueError, match="^the first segment must start at sample 0$"):
+            Choice(segments, 10)
 
 
 def test_phases_of_one_dataset_each_go_on_with_each_dataset_s_numbers():
