@@ -487,3 +487,280 @@ def test_ranks_that_each_read_every_sample_are_named_once_8_came_from_another_ra
             "dataset, num_replicas=W, rank=r), or the loader's rank=), and one seed on every rank")
     assert [(f.code, f.step, f.rank, f.message) for f in report.findings] == [
         ("same-data-across-ranks", 4, 1, line), ("same-data-across-ranks", 6, 0, line)]
+
+
+CAST_FIX = "fix: keep token ids as int64 (torch.long)"
+
+
+def test_ids_handed_over_as_bfloat16_are_named_by_their_type_even_when_every_id_is_exact(text_ids):
+    """bfloat16 holds every integer up to 256 only: handed over in it for a 128k vocabulary, the ids are named
+    rounded by the type alone, though these (bytes) are all below 256 and on no grid to see."""
+    ids, _ = text_ids
+    report = audit([{"input_ids": torch.tensor(ids).to(torch.bfloat16)}], vocab_size=128_256)
+    assert [(f.code, f.step, f.message) for f in report.findings] == [(
+        "ids-rounded", 0, "ids handed over as bfloat16, which holds integers exactly only up to 256: ids above it "
+        f"were rounded before the audit saw them; {CAST_FIX} from the loader to the embedding; cast only the "
+        "model's activations")]
+
+
+def test_int64_ids_all_on_bfloat16_s_grid_are_named_cast_and_back(text_ids):
+    ids, _ = text_ids
+    cast = torch.tensor(ids * 400).to(torch.bfloat16).long().numpy()  # 400 to 102,000, rounded to bfloat16's grid
+    above = int((cast >= 256).sum())
+    assert [(f.code, f.step, f.message) for f in audit([{"input_ids": cast}], vocab_size=128_256).findings] == [(
+        "ids-rounded", 0, f"every id above 256 in the batch is a value bfloat16 holds (its {above:,} such ids are "
+        "multiples of 2, 4, 8, ... by size, as bfloat16 rounds them; real ids fall off that grid): the ids were cast "
+        f"to bfloat16 and back, so the model reads other tokens than the text's; {CAST_FIX} up to the embedding (an "
+        "autocast or a .to(dtype) on the whole batch casts them too); cast only the model's activations")]
+
+
+def test_random_ids_cast_to_bfloat16_and_back_are_named_random_only():
+    """Random ids say it all: the cast they also went through is not named beside them."""
+    drawn = torch.randint(0, 298, (4, 256), generator=torch.Generator().manual_seed(0))
+    cast = drawn.to(torch.bfloat16).long().numpy()
+    assert len(np.unique(cast[cast >= 256])) >= 16  # enough ids on the grid for the cast to be named on its own
+    report = audit([{"input_ids": cast}], vocab_size=300)
+    assert [(f.code, f.step) for f in report.findings] == [("random-tokens", 0)]
+
+
+def test_a_batch_of_float16_infinities_keeps_no_id_and_one_of_negative_ids_leaves_the_highest_at_minus_1():
+    infinite = audit([{"input_ids": torch.full((2, 64), 70_000.0).to(torch.float16)}], vocab_size=128_256)
+    assert [f.code for f in infinite.findings] == ["ids-rounded", "constant-batch"]
+    assert infinite.statistics[0]["max_id"] == 0
+    negative = audit([{"input_ids": np.full((2, 64), -3)}], vocab_size=V)
+    assert [f.code for f in negative.findings] == ["id-out-of-range", "constant-batch"]
+    assert negative.statistics[0]["max_id"] == -1
+
+
+def test_the_first_id_past_the_vocabulary_alone_is_out_of_range_and_65536_is_a_high_id(text_ids):
+    ids, _ = text_ids
+    bad = ids.copy()
+    bad[0, 5] = V
+    assert findings([{"input_ids": bad}])[0][:2] == ("id-out-of-range", 0)
+    assert findings([{"input_ids": bad}])[0][2].startswith("1 of 1,024 input ids outside [0, 258) (those: smallest "
+                                                           "258, largest 258)")
+    high = ids.copy()
+    high[0, :3], high[1, :2] = 65_536, 65_535
+    stream = StreamAudit(AuditSettings(vocab_size=128_256))
+    stream.look({"input_ids": high})
+    assert stream.high_ids == 3
+
+
+def test_the_vocabulary_is_judged_at_one_step_only(two_windows_of_16384):
+    report = audit([{"input_ids": batch} for batch in two_windows_of_16384], vocab_size=50_257)
+    assert report.steps_with == {("vocab-mismatch", 0): 1}
+
+
+def test_a_batch_of_1024_ids_is_judged_alone_and_is_not_pooled_with_the_next():
+    rng = np.random.default_rng(0)
+    uniform = [rng.permutation(np.repeat(np.arange(16), tokens // 16)).reshape(-1, 64) for tokens in (1024, 512)]
+    report = audit([{"input_ids": batch} for batch in uniform], vocab_size=V)
+    assert report.steps_with == {("random-tokens", 0): 1}
+
+
+@pytest.mark.parametrize("back, steps, named", [(8, 3, True), (12, 3, True), (7, 3, False), (8, 2, False)])
+def test_a_restart_that_brings_back_half_of_each_batch_is_named_on_its_third_step_from_8_steps_back(
+        batches, back, steps, named):
+    """12 steps of new samples, then each batch half new and half samples first seen `back` steps before (in
+    another order): 12 of 24 back over 3 steps, against none of 96 before, is past what a steady rate gives;
+    samples from 7 steps back are too near to count (copies sorted together), and 2 steps are not yet enough."""
+    stream = list(batches[:12])
+    stream += [np.concatenate([batches[12 + k - back][[6, 2, 4, 0]], batches[12 + k][:4]]) for k in range(steps)]
+    found = [(code, step, line) for code, step, line in findings([{"input_ids": b} for b in stream])
+             if code == "repeated-samples"]
+    assert found == ([(
+        "repeated-samples", 14, "samples back for the first time, trained on at earlier steps and now in another "
+        "order: 12 of the 24 of the last 3 step(s), against 0 of 96 before (a rate 50% against 0.0%), while new "
+        "samples still come: the data restarted inside an epoch with a new shuffle, as a resumed run does when it "
+        "rebuilds its loader instead of restoring it; fix: resume from the loader's saved state (or skip the samples "
+        "already trained on with the same seed), and keep the shuffle's seed in the checkpoint")] if named else [])
+
+
+def test_a_new_epoch_in_batches_of_two_brings_everything_back_and_is_no_restart(batches):
+    rows = np.concatenate(batches)
+    order = np.random.default_rng(0).permutation(len(rows))
+    stream = [rows[2 * k:2 * k + 2] for k in range(64)] + [rows[order[2 * k:2 * k + 2]] for k in range(8)]
+    assert findings([{"input_ids": b} for b in stream]) == []
+
+
+EOS = 257  # the bytes tokenizer's EOD
+
+
+def packed_row(documents: list[np.ndarray], width: int = 180) -> np.ndarray:
+    """EOS, a document, EOS, ..., then EOS to `width`: every document whole inside the row."""
+    row = np.concatenate([[EOS], *(np.append(d, EOS) for d in documents)])
+    return np.concatenate([row, np.full(width - row.size, EOS)])
+
+
+@pytest.fixture(scope="module")
+def text_documents(corpus_dir) -> list[np.ndarray]:
+    """400 documents of real text (bytes), of 25 to 40 ids."""
+    text = "".join(json.loads(line)["text"] for line in
+                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
+    ids = np.array(load_tokenizer("bytes").encode(text), dtype=np.int64)
+    ends = np.cumsum([25 + (k * 7) % 16 for k in range(400)])
+    return [ids[end - (25 + (k * 7) % 16):end] for k, end in enumerate(ends)]
+
+
+@pytest.mark.parametrize("back, steps, named", [(8, 3, True), (7, 4, False), (8, 2, False)])
+def test_a_restart_that_packs_old_documents_into_new_rows_is_named_from_8_steps_back(
+        text_documents, back, steps, named):
+    """12 steps of 2 rows of 4 new documents; then each row 2 documents first seen `back` steps before, packed
+    anew beside 2 new ones: no row comes back, but whole documents do, 12 of 24 over 3 steps."""
+    docs = text_documents
+    stream = [np.stack([packed_row(docs[8 * k + 4 * r:8 * k + 4 * r + 4]) for r in range(2)]) for k in range(12)]
+    fresh = iter(docs[96:])
+    for step in range(12, 12 + steps):
+        old = docs[8 * (step - back):8 * (step - back) + 8]
+        stream.append(np.stack([packed_row([old[a], next(fresh), old[b], next(fresh)]) for a, b in ((6, 1), (4, 3))]))
+    found = [f for f in findings([{"input_ids": b} for b in stream], eod_id=EOS) if f[0] == "repeated-documents"]
+    assert found == ([(
+        "repeated-documents", 14, "whole documents back for the first time, trained on at earlier steps: 12 of the 24 "
+        "of the last 3 step(s), against 0 of 96 before (a rate 50% against 0.0%), while new documents still come: the "
+        "data restarted inside an epoch with a new shuffle, as a resumed run does when it rebuilds its loader instead "
+        "of restoring it; fix: resume from the loader's saved state (or skip the samples already trained on with the "
+        "same seed), and keep the shuffle's seed in the checkpoint")] if named else [])
+
+
+def rows_of_rising_length(ids: np.ndarray, padding: str) -> list[dict]:
+    """64 batches of 2 rows of 128 ids, the text at step k 20 + k ids long, the rest padding: said only by the mask
+    (text under its zeros), by the pad id 0 (the mask all ones), or by a mask the wrong way round."""
+    batches = []
+    for k in range(64):
+        rows = np.stack([ids[300 * k + 150 * r:300 * k + 150 * r + 128] for r in range(2)])
+        mask = np.zeros((2, 128), np.int64)
+        mask[:, :20 + k] = 1
+        if padding != "mask":
+            rows[:, 20 + k:] = 0
+        batches.append({"input_ids": rows, "attention_mask": {"mask": mask, "pad id": np.ones_like(mask),
+                                                              "inverted": 1 - mask}[padding]})
+    return batches
+
+
+@pytest.mark.parametrize("padding", ["mask", "pad id", "inverted"])
+def test_batches_sorted_by_length_are_named_at_the_64th_step_wherever_the_padding_is_said(corpus_dir, padding):
+    text = "".join(json.loads(line)["text"] for line in
+                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
+    ids = np.array(load_tokenizer("bytes").encode(text), dtype=np.int64)
+    found = [f for f in findings(rows_of_rising_length(ids, padding), eod_id=EOS, pad_id=0) if f[0] == "unshuffled"]
+    if padding == "inverted":  # where the padding is cannot be read from such a mask: no document is judged
+        assert found == []
+        return
+    assert found == [(
+        "unshuffled", 63, "the batches' mean document length rises at every step of the last 64 (from 20 to 83 "
+        "tokens; shuffled batches put them in random order): the batches come in order of length, as data stored "
+        "sorted by length and read without a shuffle gives them; fix: shuffle the samples (DataLoader(shuffle=True), "
+        "a shuffle buffer as large as many documents, or dataset.shuffle()) before batching")]
+
+
+def test_eos_never_a_label_is_named_with_labels_that_ignore_nothing_and_no_labels_alone_when_all_are_ignored(
+        text_ids):
+    ids, _ = text_ids
+    rows = np.array([np.concatenate([ids[r, :30], [EOS], ids[r, 40:70], [EOS, EOS, EOS]]) for r in range(4)])
+    labels = np.concatenate([rows[:, 1:], np.full((4, 1), EOS)], axis=1)
+    labels[labels == EOS] = 0  # EOS labelled as another id, and no label ignored
+    assert "eos-not-learned" in [code for code, _, _ in findings([{"input_ids": rows, "labels": labels}],
+                                                                   eod_id=EOS, pad_id=EOS)]
+    ignored = findings([{"input_ids": rows, "labels": np.full(rows.shape, -100)}], eod_id=EOS, pad_id=EOS)
+    assert [code for code, _, _ in ignored] == ["no-labels"]
+
+
+def test_labels_matching_no_layout_are_named_so_with_or_without_a_layout_asked_for(text_ids):
+    ids, _ = text_ids
+    noise = np.random.default_rng(0).integers(0, V, ids.shape)
+    shares = "(share of label positions matching each layout: same 0.00, shifted 0.00, shifted twice 0.00)"
+    assert findings([{"input_ids": ids, "labels": noise}], labels="shifted") == [(
+        "labels-misaligned", 0, f"expected labels one token ahead of input_ids, but they match no layout {shares}; the "
+        "model trains on the wrong target; fix: set y[t] = x[t+1] (a window of length+1 tokens, split)")]
+    assert findings([{"input_ids": ids, "labels": noise}]) == [(
+        "labels-misaligned", 0, f"labels are neither input_ids nor input_ids one token on: they match no layout "
+        f"{shares}; fix: labels are input_ids (the model shifts) or x[t+1]")]
+
+
+def test_labels_asked_for_one_token_on_that_are_so_at_99_in_100_positions_are_not_misaligned(text_ids):
+    ids, labels = text_ids
+    row, next_ids = ids[:1, :101], labels[:1, :101].copy()
+    next_ids[0, 50] = (next_ids[0, 50] + 1) % V
+    assert findings([{"input_ids": row, "labels": next_ids}], labels="shifted") == []
+
+
+def test_a_mask_the_wrong_way_round_and_padding_in_the_loss_are_named_with_their_counts(text_ids):
+    ids, _ = text_ids
+    rows = np.array([np.concatenate([ids[r, :30], [EOS], ids[r, 40:70], [EOS, EOS, EOS]]) for r in range(4)])
+    labels = np.concatenate([rows[:, 1:], np.full((4, 1), EOS)], axis=1)
+    labels[labels == EOS] = -100
+    inverted = np.zeros_like(rows)
+    inverted[:, 62:] = 1
+    assert findings([{"input_ids": rows, "labels": labels, "attention_mask": inverted}], eod_id=EOS, pad_id=EOS) == [(
+        "attention-mask-inverted", 0, "attention_mask is 1 on 8 padding positions (pad id 257) and 0 on 248 of the "
+        "text's: the mask is the wrong way round, so the model reads the padding and skips the text; fix: "
+        "attention_mask is 1 on real tokens and 0 on padding (as tokenizer(..., padding=True) returns it), not "
+        "1 - mask")]
+    padded = ids[:, :64].copy()
+    padded[:, 50:] = 0  # pad id 0, not the EOS: every one of the 14 a row is padding
+    next_ids = np.concatenate([padded[:, 1:], np.zeros((4, 1), np.int64)], axis=1)
+    assert findings([{"input_ids": padded, "labels": next_ids}], eod_id=EOS, pad_id=0) == [(
+        "padding-in-loss", 0, "56 padding positions of 56 carry a label (not -100): the loss learns to predict "
+        "padding; fix: set labels to -100 where attention_mask is 0 (or the input is the pad id)")]
+
+
+def test_a_replay_whose_last_sample_another_rank_reads_at_the_same_step_is_named_a_replay_at_5_in_a_row(batches):
+    """Rank 1 reads rank 0's first five samples of step 0 again, one a step, from step 4; rank 0 reads the fifth
+    too, alone, at step 8. Among 68 samples looked at 37 times, 5 in a row is the run named; the batch of that one
+    sample, first seen whole at this very step on rank 0, is no earlier batch dealt again."""
+    b = batches
+    zero = [b[0], b[1], b[2], b[3], b[5][:1], b[6][:1], b[7][:1], b[12][:1], b[0][4:5]]
+    one = [b[8], b[9], b[10], b[11], *(b[0][k:k + 1] for k in range(5))]
+    report = audit_ranks([[{"input_ids": x} for x in zero], [{"input_ids": x} for x in one]], vocab_size=V)
+    assert [(f.code, f.step, f.rank) for f in report.findings] == [("repeated-samples", 8, 1)]
+    assert report.findings[0].message.startswith(
+        "1 of 1 samples come back in the order they were trained on at step 0 (5 in a row; a new epoch's shuffle of "
+        "68 samples gives 5 in a row less than once in 10,000 runs): ")
+
+
+def test_a_batch_of_earlier_samples_in_another_order_is_named_through_the_stream_unless_its_rows_are_plain(batches):
+    regrouped = batches[3][::-1]
+    assert replay_lines(batches + [regrouped]) == [(
+        "repeated-batch", 16, "this batch holds the same 8 samples as the one at step 3, in another order: the "
+        "batches were made once and only their order is shuffled each epoch, so the same samples always share a "
+        "step; fix: shuffle the samples, then batch them (DataLoader(dataset, shuffle=True, batch_size=...)), not a "
+        "list of batches")]
+    plain = np.concatenate([batches[3][:7], np.full((1, 64), 32)])  # a row of spaces among them
+    assert replay_lines(batches[:3] + [plain] + batches[4:] + [plain[::-1]]) == []
+
+
+@pytest.mark.parametrize("real, named", [(32, True), (31, False)])
+def test_rows_of_fewer_than_32_real_tokens_are_too_short_to_count_as_returns(batches, real, named):
+    """The restart above (half of each of 3 batches back from 8 steps before), with every row of the restart
+    masked to its first `real` tokens: a row of 31 is too short to tell a copy apart."""
+    stream = [{"input_ids": b} for b in batches[:12]]
+    for k in range(3):
+        rows = np.concatenate([batches[4 + k][[6, 2, 4, 0]], batches[12 + k][:4]])
+        mask = np.zeros_like(rows)
+        mask[:, :real] = 1
+        stream.append({"input_ids": rows, "attention_mask": mask})
+    assert [(f.code, f.step) for f in audit(stream, vocab_size=V).findings] == (
+        [("repeated-samples", 14)] if named else [])
+
+
+def test_ranks_sharing_part_of_a_batch_are_told_how_many_samples_they_share(batches):
+    shared = np.concatenate([batches[0][:4], batches[1][:4]])
+    report = audit_ranks([[{"input_ids": batches[0]}], [{"input_ids": shared}]], vocab_size=V)
+    assert [(f.code, f.step, f.rank, f.message) for f in report.findings] == [(
+        "same-batch-across-ranks", 0, 1, "4 of 8 samples equal to rank 0's at this step: the ranks share their data, "
+        "so part of their work is done twice; fix: give the sampler its rank and world size (DistributedSampler("
+        "dataset, num_replicas=W, rank=r), or the loader's rank=)")]
+
+
+def test_documents_starting_with_the_bos_id_given_twice_are_named_by_it(text_ids):
+    """16 documents of 30 ids, each BOS BOS ... EOS: with bos_id, every run of it starts a document and a run of
+    two is the finding; without it, only the 14 documents after an EOS start where a document surely starts, fewer
+    than the 16 the check waits for."""
+    ids, _ = text_ids
+    rows = np.array([np.concatenate([[256, 256, *ids[r, 30 * d:30 * d + 30], EOS] for d in range(8)])
+                     for r in range(2)])
+    assert findings([{"input_ids": rows}], bos_id=256, eod_id=EOS) == [(
+        "double-bos", 0, "16 of 16 documents start with BOS twice (id 256, then 256 again): the tokenizer adds BOS "
+        "and a template writes it again, so every document trains on a start that inference never sees; fix: add BOS "
+        "once: tokenizer(text, add_special_tokens=False) on text that has it, or drop it from the template")]
+    assert findings([{"input_ids": rows}], eod_id=EOS) == []

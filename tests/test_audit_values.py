@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from helpers.audit.sightings import BLOCKS, RANK_SLOTS, ROW_SLOTS, Sightings, follows, sighting, where
-from helpers.audit.stream import _plain_rows
+from helpers.audit.settings import AuditSettings
+from helpers.audit.stream import Seen, StreamAudit, _plain_rows
 from helpers.audit.statistics import label_matches, padding_positions, pooled_pairs, replay_run_needed, row_windows, \
     uniform_bound, uniform_windows, unigram_entropy, window_pairs
 
@@ -36,6 +37,8 @@ def test_the_uniform_bound_is_the_poisson_tail_for_few_ids_and_the_chi_square_ta
     assert mean == pytest.approx(49_950.0)
     assert bound == pytest.approx(50 * (9 * (1 - 2 / 81 + 7 * math.sqrt(2 / 81)) ** 3 + 990))  # 53,521.8
     assert uniform_bound(50, 1) == (1225.0, pytest.approx(1225 + 7 * 35 + 3))  # one value: no freedom left
+    # two values: one degree of freedom, the chi-square tail already (6,201.5 against the Poisson tail's 4,513.2)
+    assert uniform_bound(128, 2) == (4064.0, pytest.approx(32 * ((7 / 9 + 7 * math.sqrt(2 / 9)) ** 3 + 126)))
 
 
 @pytest.mark.parametrize("distinct, looked_at, needed", [
@@ -163,3 +166,57 @@ def test_plain_rows_hold_at_most_an_eighth_of_their_length_in_distinct_ids_and_o
 
     rows = np.array([row(26, 7), row(25, 7), row(26, 8), row(64, 1), np.arange(64)])
     assert _plain_rows(rows).tolist() == [True, False, False, True, False]
+
+
+def test_a_row_whose_commonest_id_fills_exactly_two_fifths_of_it_is_plain():
+    """Rows of 40 with 5 distinct ids (5 x 8 = 40): plain when one id is 16 of them (0.4 x 40), not at 15."""
+    exactly = np.concatenate([np.full(16, 7), np.repeat([1, 2, 3, 4], 6)])
+    below = np.concatenate([np.full(15, 7), np.repeat([1, 2, 3, 4], [7, 6, 6, 6])])
+    assert _plain_rows(np.array([exactly, below])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("ranks, own, other, named", [
+    (2, 0, 8, True), (2, 0, 7, False),  # at least 8 from other ranks
+    (2, 2, 12, True), (2, 2, 11, False),  # and at least 4 x (W - 1) x (own + 1)
+    (3, 1, 16, True), (3, 1, 15, False), (4, 0, 12, True), (4, 0, 11, False), (1, 0, 100, False)])
+def test_samples_from_other_ranks_are_named_from_4_x_the_other_ranks_x_this_rank_s_own_returns_plus_one(
+        ranks, own, other, named):
+    stream = StreamAudit(AuditSettings(vocab_size=258))
+    stream.seen.ranks.update(range(ranks))
+    stream.from_own_rank, stream.from_other_ranks = own, other
+    found = []
+    stream._shared_over_time(lambda code, line: found.append(code))
+    assert found == (["same-data-across-ranks"] if named else [])
+
+
+def test_earlier_sightings_are_counted_by_whose_they_were_and_every_rank_a_batch_came_from_is_kept():
+    stream = StreamAudit(AuditSettings(vocab_size=258), rank=1)
+    stream._count_by_rank([sighting(0, 0, 0), sighting(1, 0, 1), None, sighting(2, 3, 1), sighting(2, 4, 3)])
+    assert (stream.from_own_rank, stream.from_other_ranks, stream.ranks_seen) == (2, 2, {0, 1, 3})
+    assert StreamAudit(AuditSettings(vocab_size=258)).rank == 0
+    seen = Seen()
+    seen.enter((11, [5, 6]), step=3, rank=2)
+    assert seen.ranks == {2}
+    assert seen.samples.get_many([5, 6]) == [sighting(3, 0, 2), sighting(3, 1, 2, last=True)]
+
+
+def test_the_memory_keeps_at_least_16_digests_freezes_a_block_of_capacity_over_16_and_finds_digests_exactly():
+    with pytest.raises(ValueError, match=r"^capacity 15: keep at least 16 digests$"):
+        Sightings(BLOCKS - 1)
+    smallest = Sightings(BLOCKS)  # blocks of one digest: each frozen as soon as it comes
+    smallest.add(2**63 + 5, 7)
+    assert len(smallest.frozen) == 1
+    assert smallest.get_many([1, 2**63 + 5]) == [None, 7]
+    assert smallest.get_many([1, 2**63 + 6]) == [None, None]  # as float64 the two would be one number
+    uneven = Sightings(2 * BLOCKS + 1)  # blocks of 33 // 16 = 2 digests
+    uneven.add_many([11, 12], [1, 2])
+    assert (len(uneven.frozen), uneven.recent) == (1, {})
+
+
+def test_a_live_audit_that_has_seen_nothing_saves_a_state_of_nothing():
+    from helpers.audit.live import Auditor
+
+    state = Auditor(vocab_size=258).state_dict()
+    assert {key: state[key] for key in ("step", "tokens", "high_ids", "last_sighting", "chain", "looked_at",
+                                        "by_rank")} == {"step": 0, "tokens": 0, "high_ids": 0, "last_sighting": None,
+                                                        "chain": 0, "looked_at": 0, "by_rank": [0, 0]}

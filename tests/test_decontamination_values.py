@@ -417,3 +417,17 @@ def test_a_bitmap_has_one_64_bit_word_for_each_64_bits_begun(bits, words):
     assert got.dtype == np.uint64 and got.size == words
     if bits:
         assert int(got[(bits - 1) // 64]) == 1 << ((bits - 1) % 64) and np.count_nonzero(got) == 1
+
+
+def test_the_step_reads_its_settings_into_tuples_and_shows_them_in_report_json_as_lists():
+    from helpers.clean.steps.decontaminate import Decontamination
+
+    values = {"decontaminate": ["humaneval"], "eval_keys": "prompt,canonical_solution", "decontaminate_ngram": 13,
+              "decontaminate_mode": "drop", "allow_short_ngrams": False}
+    read = Decontamination.read(values)
+    assert (read["decontaminate"], read["eval_keys"]) == (("humaneval",), ("prompt", "canonical_solution"))
+    assert Decontamination.shown(read) == {**values, "decontaminate": ["humaneval"],
+                                           "eval_keys": ["prompt", "canonical_solution"]}
+    with pytest.raises(UserError, match=r"^--decontaminate: no evaluation set named; fix: name a JSONL or Parquet "
+                                        r"file, or humaneval$"):
+        Decontamination.read({**values, "decontaminate": []})
