@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import struct
-import warnings
 
 import numpy as np
 import pytest
@@ -25,10 +24,7 @@ from helpers.datasets.indexed import (
     merge,
 )
 from helpers.tokenizers.token_dtype import optimal_dtype
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from megatron.core.datasets import indexed_dataset as megatron
+from megatron_reference import core
 
 TOKEN_DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16]
 
@@ -42,7 +38,7 @@ def write_ours(prefix, documents, dtype):
 
 def write_megatrons(prefix, documents, dtype):
     """What Megatron's preprocess_data.py does per document: add_document(ids, [len] or [])."""
-    builder = megatron.IndexedDatasetBuilder(str(bin_path(prefix)), dtype=dtype)
+    builder = core().indexed_dataset.IndexedDatasetBuilder(str(bin_path(prefix)), dtype=dtype)
     for ids in documents:
         builder.add_document(torch.tensor(ids, dtype=torch.int64), [len(ids)] if len(ids) else [])
     builder.finalize(str(idx_path(prefix)))
@@ -67,9 +63,9 @@ def test_header_layout_by_hand(tmp_path):
 
 def test_dtype_codes_match_megatron():
     for code, dtype in DTYPE_CODES.items():
-        assert megatron.DType.code_from_dtype(dtype) == code
+        assert core().indexed_dataset.DType.code_from_dtype(dtype) == code
     for vocab in (258, 32_000, 65_499, 65_500, 100_277, 128_256):
-        assert optimal_dtype(vocab) == np.dtype(megatron.DType.optimal_dtype(vocab))
+        assert optimal_dtype(vocab) == np.dtype(core().indexed_dataset.DType.optimal_dtype(vocab))
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.int32])
@@ -84,7 +80,7 @@ def test_byte_identical_to_megatron_builder(tmp_path, dtype):
 def test_megatron_reads_ours_and_we_read_megatrons(tmp_path):
     write_ours(tmp_path / "ours", DOCUMENTS, np.int32)
     write_megatrons(tmp_path / "theirs", DOCUMENTS, np.int32)
-    theirs_reading_ours = megatron.IndexedDataset(str(tmp_path / "ours"))
+    theirs_reading_ours = core().indexed_dataset.IndexedDataset(str(tmp_path / "ours"))
     ours_reading_theirs = IndexedDataset(tmp_path / "theirs")
     nonempty = [d for d in DOCUMENTS if d]
     assert len(theirs_reading_ours) == len(ours_reading_theirs) == len(nonempty)
@@ -129,7 +125,7 @@ def test_merge_equals_writing_everything_at_once(tmp_path):
     for path in (idx_path, bin_path):
         assert path(tmp_path / "merged").read_bytes() == path(tmp_path / "all").read_bytes()
     # megatron-core's own merge (add_index) agrees
-    builder = megatron.IndexedDatasetBuilder(str(tmp_path / "m.bin"), dtype=np.int32)
+    builder = core().indexed_dataset.IndexedDatasetBuilder(str(tmp_path / "m.bin"), dtype=np.int32)
     builder.add_index(str(tmp_path / "a"))
     builder.add_index(str(tmp_path / "b"))
     builder.finalize(str(tmp_path / "m.idx"))
