@@ -23,6 +23,13 @@ from helpers.tokenizers.zoo import load_tokenizer
 V = 258  # the bytes tokenizer's vocabulary
 
 
+def literature_bytes(corpus_dir, documents: int) -> np.ndarray:
+    """The first `documents` literature documents of the corpus, joined, as byte ids."""
+    text = "".join(json.loads(line)["text"] for line in
+                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:documents])
+    return np.array(load_tokenizer("bytes").encode(text), dtype=np.int64)
+
+
 @pytest.fixture(scope="module")
 def text_ids(corpus_dir) -> tuple[np.ndarray, np.ndarray]:
     """4 rows of 256 ids of real text and their labels one token on."""
@@ -133,9 +140,7 @@ def test_labels_in_the_other_layout_are_named_with_the_share_of_each_layout(text
 @pytest.fixture(scope="module")
 def batches(corpus_dir) -> list[np.ndarray]:
     """16 batches of 8 rows of 64 ids of real text, every row distinct."""
-    text = "".join(json.loads(line)["text"] for line in
-                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
-    ids = np.array(load_tokenizer("bytes").encode(text)[:16 * 8 * 64], dtype=np.int64).reshape(16, 8, 64)
+    ids = literature_bytes(corpus_dir, 3)[:16 * 8 * 64].reshape(16, 8, 64)
     assert len({row.tobytes() for batch in ids for row in batch}) == 128
     return list(ids)
 
@@ -352,9 +357,7 @@ def test_documents_ending_in_eos_never_labelled_are_named_unless_the_mask_is_the
 @pytest.fixture(scope="module")
 def two_windows_of_16384(corpus_dir) -> list[np.ndarray]:
     """Two batches of 64 rows of 256 ids of real text (bytes), 16,384 ids each, none repeated."""
-    text = "".join(json.loads(line)["text"] for line in
-                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:8])
-    ids = np.array(load_tokenizer("bytes").encode(text)[:2 * 64 * 256], dtype=np.int64)
+    ids = literature_bytes(corpus_dir, 8)[:2 * 64 * 256]
     assert ids.size == 2 * 64 * 256
     return list(ids.reshape(2, 64, 256))
 
@@ -595,9 +598,7 @@ def packed_row(documents: list[np.ndarray], width: int = 180) -> np.ndarray:
 @pytest.fixture(scope="module")
 def text_documents(corpus_dir) -> list[np.ndarray]:
     """400 documents of real text (bytes), of 25 to 40 ids."""
-    text = "".join(json.loads(line)["text"] for line in
-                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
-    ids = np.array(load_tokenizer("bytes").encode(text), dtype=np.int64)
+    ids = literature_bytes(corpus_dir, 3)
     ends = np.cumsum([25 + (k * 7) % 16 for k in range(400)])
     return [ids[end - (25 + (k * 7) % 16):end] for k, end in enumerate(ends)]
 
@@ -639,9 +640,7 @@ def rows_of_rising_length(ids: np.ndarray, padding: str) -> list[dict]:
 
 @pytest.mark.parametrize("padding", ["mask", "pad id", "inverted"])
 def test_batches_sorted_by_length_are_named_at_the_64th_step_wherever_the_padding_is_said(corpus_dir, padding):
-    text = "".join(json.loads(line)["text"] for line in
-                   (corpus_dir / "literature.jsonl").read_text(encoding="utf-8").splitlines()[:3])
-    ids = np.array(load_tokenizer("bytes").encode(text), dtype=np.int64)
+    ids = literature_bytes(corpus_dir, 3)
     found = [f for f in findings(rows_of_rising_length(ids, padding), eod_id=EOS, pad_id=0) if f[0] == "unshuffled"]
     if padding == "inverted":  # where the padding is cannot be read from such a mask: no document is judged
         assert found == []
@@ -764,3 +763,26 @@ def test_documents_starting_with_the_bos_id_given_twice_are_named_by_it(text_ids
         "and a template writes it again, so every document trains on a start that inference never sees; fix: add BOS "
         "once: tokenizer(text, add_special_tokens=False) on text that has it, or drop it from the template")]
     assert findings([{"input_ids": rows}], eod_id=EOS) == []
+
+
+def test_samples_another_rank_has_at_the_same_step_are_not_new_so_half_of_them_and_half_returns_are_no_restart(
+        corpus_dir):
+    """Rank 1, from step 12, reads 4 of rank 0's samples of that step and 4 of its own from 8 steps before: named
+    for sharing, and not as a restart, which needs new samples still coming."""
+    ids = literature_bytes(corpus_dir, 6)[:27 * 8 * 64].reshape(27, 8, 64)
+    zero = list(ids[:15])
+    one = list(ids[15:27]) + [np.concatenate([ids[12 + k][:4], ids[19 + k][[6, 2, 4, 0]]]) for k in range(3)]
+    report = audit_ranks([[{"input_ids": b} for b in zero], [{"input_ids": b} for b in one]], vocab_size=V)
+    assert [(f.code, f.step, f.rank) for f in report.findings] == [("same-batch-across-ranks", 12, 1)]
+
+
+def test_documents_sorted_by_length_are_measured_from_their_first_id_to_their_eos(corpus_dir):
+    """Rows of EOS, a document, EOS, a document, EOS: whole documents start after an EOS, and their lengths (10 to
+    73 ids here, rising by one a step) are what the finding reports."""
+    ids = literature_bytes(corpus_dir, 3)
+    stream = [np.stack([packed_row([ids[300 * k + 7 * r + j * (10 + k):][:10 + k] for j in range(2)], 160)
+                        for r in range(2)]) for k in range(64)]
+    found = [(code, step, line) for code, step, line in findings([{"input_ids": b} for b in stream], eod_id=EOS)]
+    assert [(code, step) for code, step, _ in found] == [("unshuffled", 63)]
+    assert found[0][2].startswith("the batches' mean document length rises at every step of the last 64 (from 10 to "
+                                  "73 tokens; ")
