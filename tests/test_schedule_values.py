@@ -46,7 +46,8 @@ def long_segments() -> list[Segment]:
 
 def test_a_long_stream_is_chosen_in_python_up_to_4096_samples_then_whole_and_a_short_one_whole_at_once():
     """Choice makes only what is read: a few samples of a long stream for the first batch (no compiler yet), the
-    rest in one compiled call past 4,096; a stream under 50,000 samples whole at its first read."""
+    rest in one compiled call past 4,096; a stream under 50,000 samples whole at its first read, and a long one
+    whole at the first read that finds less than 50,000 left."""
     long = Choice(long_segments(), 100_000)
     assert long.made == 0
     long.upto(10)
@@ -59,6 +60,12 @@ def test_a_long_stream_is_chosen_in_python_up_to_4096_samples_then_whole_and_a_s
     long.upto(4_097)
     assert long.made == 100_000
     np.testing.assert_array_equal(long.prefix(100_000)[0], choose(long_segments(), 100_000)[0])
+    past = Choice(long_segments(), 52_000)  # a long stream whose rest, once 3,000 are made, is short
+    past.upto(3_000)
+    past.upto(3_000)
+    assert past.made == 3_000
+    past.upto(3_001)
+    assert past.made == 52_000
     short = Choice([Segment(0, (0.75, 0.25))], 49_999)
     short.upto(10)
     assert short.made == 49_999
