@@ -93,7 +93,8 @@ def fit_log_linear(shares: np.ndarray, losses: np.ndarray, *, own_domain: int | 
     if not np.all(np.isfinite(losses)) or np.any(losses <= 0):
         raise UserError(f"losses {losses.tolist()[:6]}...: a held-out loss must be a number above 0 (nats a token); "
                         "fix: record each run's mean held-out loss")
-    return _fitted(shares.shape, shares.tobytes(), losses.tobytes(), own_domain, float(delta), seed)
+    return _fitted(shares.shape, shares.tobytes(), losses.tobytes(), own_domain=own_domain, delta=float(delta),
+                   seed=seed)
 
 
 @functools.lru_cache(maxsize=512)
