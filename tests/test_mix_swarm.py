@@ -1,13 +1,13 @@
 """The swarm end to end, reduced: `python -m helpers.runs` runs notebooks/mixture_run.ipynb over seven mixtures
 at the tiny size and `fit-mix` fits that swarm; one run with weights of the wrong length shows what a failed run
-gets. Notebook 10 then reads a swarm's summary, proposes a mixture and proves it by training, at the tiny size
-with two seeds.
+gets. Notebook 10 then reads a swarm's summary, proposes a mixture and proves it by training, at the tiny size and
+tiny's larger one, with two seeds.
 
 Seven tiny runs are too few and too short for a law worth proving (their leave-one-out ranking is close to chance),
 so the summary notebook 10 reads here is synthetic, made for this test: nine mixtures, each domain's loss from a
 known law, c + exp(t . r), whose best mixture for docs and man-pages is about two thirds docs. The proof's training
-runs are real, at the tiny size and the proxy size: whether the proposal wins by more than twice the seed spread at
-the proxy size is the committed default run's to show (the last test)."""
+runs are real, at the two tiny sizes: whether the proposal wins by more than twice the seed spread at the proxy
+size is the committed default run's to show (the last test)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_notebook_10_reads_a_swarm_proposes_and_proves(swarm, corpus_dir, tmp_pa
     first = json.loads((swarm / "runs" / "summary.json").read_text(encoding="utf-8"))["notebooks"][0]["metrics"]
     write_synthetic_summary(tmp_path / "summary.json", {d: first[f"available_tokens.{d}"] for d in DOMAINS})
     parameters = {"corpus_dir": str(corpus_dir), "data_dir": str(swarm / "data"),
-                  "swarm_summary": str(tmp_path / "summary.json"), "size": "tiny", "larger_size": "proxy",
+                  "swarm_summary": str(tmp_path / "summary.json"), "size": "tiny", "larger_size": "tiny-larger",
                   "seeds": 2}
     entry = run_notebook(NOTEBOOK_DIR / "10_choosing_the_mix.ipynb", tmp_path / "10.ipynb", parameters)
     assert entry["status"] == "ok", entry.get("error")

@@ -30,6 +30,12 @@ MIXTURE_SIZES: dict[str, dict[str, Any]] = {
              "model": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2),
              "train": dict(steps=120, batch_size=8, seq_length=64, lr=1e-2, min_lr=1e-3, warmup_steps=5,
                            eval_batches=4)},
+    # tiny's second size, half as wide again and half as long again (as larger is proxy's): a first look at a
+    # proof at two sizes, and the tests'
+    "tiny-larger": {"preset": "cpu-tiny",
+                    "model": dict(hidden_size=48, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2),
+                    "train": dict(steps=180, batch_size=8, seq_length=64, lr=1e-2, min_lr=1e-3, warmup_steps=8,
+                                  eval_batches=4)},
     # the swarm's proxy, about 0.1M parameters: about 4.5 s a run on 2 CPU cores with the bytes tokenizer
     "proxy": {"preset": "cpu-tiny", "model": SMALL_LLAMA,
               "train": dict(steps=300, batch_size=8, seq_length=128, lr=3e-3, min_lr=3e-4, warmup_steps=10,
