@@ -145,6 +145,19 @@ def batches(corpus_dir) -> list[np.ndarray]:
     return list(ids)
 
 
+@pytest.fixture(scope="module")
+def many_batches(corpus_dir) -> list[np.ndarray]:
+    """48 batches of 8 rows of 64 ids of real text, every row distinct."""
+    ids = literature_bytes(corpus_dir, 3)[:48 * 8 * 64].reshape(48, 8, 64)
+    assert len({row.tobytes() for batch in ids for row in batch}) == 48 * 8
+    return list(ids)
+
+
+# A restart's step: the first FAR_BACK (8) steps can hold no return that counts and are no history; the 12 after
+# them are the history a restart is judged against.
+RESTART = 20
+
+
 def replay_lines(stream) -> list[tuple[str, int, str]]:
     return [found for found in findings([{"input_ids": batch} for batch in stream])
             if found[0] in ("repeated-batch", "repeated-samples")]
@@ -563,16 +576,18 @@ def test_a_batch_of_1024_ids_is_judged_alone_and_is_not_pooled_with_the_next():
 
 @pytest.mark.parametrize("back, steps, named", [(8, 3, True), (12, 3, True), (7, 3, False), (8, 2, False)])
 def test_a_restart_that_brings_back_half_of_each_batch_is_named_on_its_third_step_from_8_steps_back(
-        batches, back, steps, named):
-    """12 steps of new samples, then each batch half new and half samples first seen `back` steps before (in
-    another order): 12 of 24 back over 3 steps, against none of 96 before, is past what a steady rate gives;
-    samples from 7 steps back are too near to count (copies sorted together), and 2 steps are not yet enough."""
-    stream = list(batches[:12])
-    stream += [np.concatenate([batches[12 + k - back][[6, 2, 4, 0]], batches[12 + k][:4]]) for k in range(steps)]
-    found = [(code, step, line) for code, step, line in findings([{"input_ids": b} for b in stream])
+        many_batches, back, steps, named):
+    """20 steps of new samples, then each batch half new and half samples first seen `back` steps before (in
+    another order): 12 of 24 back over 3 steps, against none of the 96 since step 8, is past what a steady rate
+    gives; samples from 7 steps back are too near to count (copies sorted together), and 2 steps are not yet
+    enough."""
+    b = many_batches
+    stream = b[:RESTART] + [np.concatenate([b[RESTART + k - back][[6, 2, 4, 0]], b[RESTART + k][:4]])
+                            for k in range(steps)]
+    found = [(code, step, line) for code, step, line in findings([{"input_ids": x} for x in stream])
              if code == "repeated-samples"]
     assert found == ([(
-        "repeated-samples", 14, "samples back for the first time, trained on at earlier steps and now in another "
+        "repeated-samples", RESTART + 2, "samples back for the first time, trained on at earlier steps and now in another "
         "order: 12 of the 24 of the last 3 step(s), against 0 of 96 before (a rate 50% against 0.0%), while new "
         "samples still come: the data restarted inside an epoch with a new shuffle, as a resumed run does when it "
         "rebuilds its loader instead of restoring it; fix: resume from the loader's saved state (or skip the samples "
@@ -606,17 +621,18 @@ def text_documents(corpus_dir) -> list[np.ndarray]:
 @pytest.mark.parametrize("back, steps, named", [(8, 3, True), (7, 4, False), (8, 2, False)])
 def test_a_restart_that_packs_old_documents_into_new_rows_is_named_from_8_steps_back(
         text_documents, back, steps, named):
-    """12 steps of 2 rows of 4 new documents; then each row 2 documents first seen `back` steps before, packed
+    """20 steps of 2 rows of 4 new documents; then each row 2 documents first seen `back` steps before, packed
     anew beside 2 new ones: no row comes back, but whole documents do, 12 of 24 over 3 steps."""
     docs = text_documents
-    stream = [np.stack([packed_row(docs[8 * k + 4 * r:8 * k + 4 * r + 4]) for r in range(2)]) for k in range(12)]
-    fresh = iter(docs[96:])
-    for step in range(12, 12 + steps):
+    stream = [np.stack([packed_row(docs[8 * k + 4 * r:8 * k + 4 * r + 4]) for r in range(2)])
+              for k in range(RESTART)]
+    fresh = iter(docs[8 * RESTART:])
+    for step in range(RESTART, RESTART + steps):
         old = docs[8 * (step - back):8 * (step - back) + 8]
         stream.append(np.stack([packed_row([old[a], next(fresh), old[b], next(fresh)]) for a, b in ((6, 1), (4, 3))]))
     found = [f for f in findings([{"input_ids": b} for b in stream], eod_id=EOS) if f[0] == "repeated-documents"]
     assert found == ([(
-        "repeated-documents", 14, "whole documents back for the first time, trained on at earlier steps: 12 of the 24 "
+        "repeated-documents", RESTART + 2, "whole documents back for the first time, trained on at earlier steps: 12 of the 24 "
         "of the last 3 step(s), against 0 of 96 before (a rate 50% against 0.0%), while new documents still come: the "
         "data restarted inside an epoch with a new shuffle, as a resumed run does when it rebuilds its loader instead "
         "of restoring it; fix: resume from the loader's saved state (or skip the samples already trained on with the "
@@ -729,17 +745,17 @@ def test_a_batch_of_earlier_samples_in_another_order_is_named_through_the_stream
 
 
 @pytest.mark.parametrize("real, named", [(32, True), (31, False)])
-def test_rows_of_fewer_than_32_real_tokens_are_too_short_to_count_as_returns(batches, real, named):
+def test_rows_of_fewer_than_32_real_tokens_are_too_short_to_count_as_returns(many_batches, real, named):
     """The restart above (half of each of 3 batches back from 8 steps before), with every row of the restart
     masked to its first `real` tokens: a row of 31 is too short to tell a copy apart."""
-    stream = [{"input_ids": b} for b in batches[:12]]
+    stream = [{"input_ids": b} for b in many_batches[:RESTART]]
     for k in range(3):
-        rows = np.concatenate([batches[4 + k][[6, 2, 4, 0]], batches[12 + k][:4]])
+        rows = np.concatenate([many_batches[RESTART - 8 + k][[6, 2, 4, 0]], many_batches[RESTART + k][:4]])
         mask = np.zeros_like(rows)
         mask[:, :real] = 1
         stream.append({"input_ids": rows, "attention_mask": mask})
     assert [(f.code, f.step) for f in audit(stream, vocab_size=V).findings] == (
-        [("repeated-samples", 14)] if named else [])
+        [("repeated-samples", RESTART + 2)] if named else [])
 
 
 def test_ranks_sharing_part_of_a_batch_are_told_how_many_samples_they_share(batches):
@@ -766,14 +782,15 @@ def test_documents_starting_with_the_bos_id_given_twice_are_named_by_it(text_ids
 
 
 def test_samples_another_rank_has_at_the_same_step_are_not_new_so_half_of_them_and_half_returns_are_no_restart(
-        corpus_dir):
-    """Rank 1, from step 12, reads 4 of rank 0's samples of that step and 4 of its own from 8 steps before: named
+        many_batches):
+    """Rank 1, from step 20, reads 4 of rank 0's samples of that step and 4 of its own from 8 steps before: named
     for sharing, and not as a restart, which needs new samples still coming."""
-    ids = literature_bytes(corpus_dir, 6)[:27 * 8 * 64].reshape(27, 8, 64)
-    zero = list(ids[:15])
-    one = list(ids[15:27]) + [np.concatenate([ids[12 + k][:4], ids[19 + k][[6, 2, 4, 0]]]) for k in range(3)]
-    report = audit_ranks([[{"input_ids": b} for b in zero], [{"input_ids": b} for b in one]], vocab_size=V)
-    assert [(f.code, f.step, f.rank) for f in report.findings] == [("same-batch-across-ranks", 12, 1)]
+    b = many_batches
+    zero, own = b[:RESTART + 3], b[RESTART + 3:]
+    one = own[:RESTART] + [np.concatenate([zero[RESTART + k][:4], own[RESTART - 8 + k][[6, 2, 4, 0]]])
+                           for k in range(3)]
+    report = audit_ranks([[{"input_ids": x} for x in zero], [{"input_ids": x} for x in one]], vocab_size=V)
+    assert [(f.code, f.step, f.rank) for f in report.findings] == [("same-batch-across-ranks", RESTART, 1)]
 
 
 def test_documents_sorted_by_length_are_measured_from_their_first_id_to_their_eos(corpus_dir):
@@ -786,3 +803,18 @@ def test_documents_sorted_by_length_are_measured_from_their_first_id_to_their_eo
     assert [(code, step) for code, step, _ in found] == [("unshuffled", 63)]
     assert found[0][2].startswith("the batches' mean document length rises at every step of the last 64 (from 10 to "
                                   "73 tokens; ")
+
+
+def test_copies_coming_back_at_a_steady_rate_from_the_first_step_they_can_count_are_no_restart(many_batches):
+    """A corpus with copies, batches of 16: from step 8, the first step at which a sample seen before can count as
+    back, 6 of every batch are copies of samples first seen 8 steps before. The 8 steps before hold no return by
+    construction, so they are no history: judged against them, the first copies would look like a jump (12 of 32
+    over steps 8 and 9 against 0 of 128)."""
+    rows = iter(np.concatenate(many_batches))
+    firsts = [[next(rows) for _ in range(16)] for _ in range(8)]  # each step's samples seen for the first time
+    stream = [np.stack(batch) for batch in firsts]
+    for step in range(8, 28):
+        copies = [firsts[step - 8][k] for k in (9, 2, 7, 0, 4, 6)]  # not in their earlier order
+        firsts.append([next(rows) for _ in range(10)])
+        stream.append(np.stack(copies + firsts[-1]))
+    assert findings([{"input_ids": b} for b in stream]) == []

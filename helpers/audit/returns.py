@@ -12,7 +12,9 @@ Things come back in healthy training too, and none of these is a finding:
 Over the last 2 to `WINDOW` steps, the first returns must be more than a Poisson count at `RATIO` times the
 earlier rate gives with odds of `ODDS`, that rate taken over at least `HISTORY` times as many things (a stream of
 random windows, nanoGPT's, brings documents back fast from its first steps: a rate read off two steps says
-nothing).
+nothing). A return counts only from `FAR_BACK` steps after it was first seen, so the stream's first `FAR_BACK`
+steps can hold none: they are left out of the history, whose rate would otherwise read 0 however many copies the
+corpus holds, and the copies' first returns, once they may count, a jump.
 """
 
 from __future__ import annotations
@@ -64,8 +66,12 @@ class FirstReturns:
     def __init__(self):
         self.recent: deque[tuple[int, int, int]] = deque(maxlen=WINDOW)
         self.total = self.total_returned = 0
+        self.steps = 0  # steps added, those too early to hold a return included
 
     def add(self, count: int, new: int, returned: int) -> None:
+        self.steps += 1
+        if self.steps <= FAR_BACK:  # nothing can count as back yet: no history, no judgement
+            return
         self.recent.append((count, new, returned))
         self.total, self.total_returned = self.total + count, self.total_returned + returned
 
@@ -84,9 +90,10 @@ class FirstReturns:
         return None
 
     def state(self) -> dict:
-        return {"total": self.total, "total_returned": self.total_returned,
+        return {"total": self.total, "total_returned": self.total_returned, "steps": self.steps,
                 "recent": [list(counts) for counts in self.recent]}
 
     def load_state(self, state: dict) -> None:
         self.total, self.total_returned = state["total"], state["total_returned"]
+        self.steps = state.get("steps", FAR_BACK)  # a checkpoint from before steps were kept: counting already
         self.recent = deque((tuple(counts) for counts in state["recent"]), maxlen=WINDOW)
