@@ -1,6 +1,7 @@
-"""What the notebooks record (helpers.workshop.env.record) is read back and checked: for most, the metrics of
-nbval's own run with the default parameters (`default_run_metrics` in conftest.py: one run of each notebook
-serves nbval's comparison of the committed outputs and these checks); 02 to 05 headless on a small corpus.
+"""What the notebooks record (helpers.workshop.env.record) is read back and checked: the metrics of nbval's own
+run with the default parameters (`default_run_metrics` in conftest.py: one run of each notebook serves nbval's
+comparison of the committed outputs and these checks). Runs with other parameters, headless, are
+tests/test_runs.py's.
 """
 
 from __future__ import annotations
@@ -11,13 +12,8 @@ import nbformat
 import pytest
 
 from helpers.common.paths import DATA_DIR, NOTEBOOK_DIR, RUNS_DIR
-from helpers.runs.command import run_notebook
 
 pytestmark = pytest.mark.notebook
-
-
-def _notebook(stem: str):
-    return NOTEBOOK_DIR / f"{stem}.ipynb"
 
 
 def test_every_notebook_has_the_workshop_shape():
@@ -67,51 +63,30 @@ def test_01_tokenizer_choice(default_run_metrics):
     assert m["mistral_transformers_conversion_disagreements"] >= 1
 
 
-@pytest.fixture(scope="module")
-def small_corpus(tmp_path_factory, corpus_dir):
-    """The first few records of each domain: enough for the notebooks' logic, seconds to run."""
-    folder = tmp_path_factory.mktemp("small_corpus")
+def test_02_to_05_preprocess_inspect_blend_and_pack_the_corpus(default_run_metrics):
+    m = default_run_metrics("02_preprocessing")
     for domain in ("literature", "docs", "code"):
-        lines = (corpus_dir / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-        (folder / f"{domain}.jsonl").write_text("".join(lines[:12]), encoding="utf-8")
-    return folder
-
-
-def test_02_to_05_on_a_small_corpus(tmp_path, small_corpus):
-    megatron_dir = tmp_path / "megatron"
-    entry = run_notebook(_notebook("02_preprocessing"), tmp_path / "02.ipynb",
-                         {"corpus_dir": str(small_corpus), "out_dir": str(megatron_dir), "shard_tokens": 5_000,
-                          "timing_repeats": 1})
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
-    assert m["documents.docs"] == 12 and m["tokens.literature"] > 1_000
+        assert m[f"documents.{domain}"] > 0 and m[f"tokens.{domain}"] > 50 * m[f"documents.{domain}"]
     assert m["speedup_vs_megatron_style"] > 0  # recorded; the speed goal lives in benchmarks/
     assert 0 < m["val_token_share"] < 1
     assert m["special_documents_in_corpus"] == 0
     assert m["parquet_same_bytes"] is True  # the literature domain from Parquet shards, byte for byte
-    entry = run_notebook(_notebook("03_index_inspection"), tmp_path / "03.ipynb", {"dataset_dir": str(megatron_dir)})
-    assert entry["status"] == "ok", entry.get("error")
-    assert entry["metrics"]["check_passed.literature"] is True
-    assert entry["metrics"]["faults_caught"] == 4
 
-    entry = run_notebook(_notebook("04_blending"), tmp_path / "04.ipynb",
-                         {"dataset_dir": str(megatron_dir), "split": "70,20,10", "train_samples": 300,
-                          "valid_samples": 20, "test_samples": 5, "seq_length": 64, "show_samples": 100})
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+    m = default_run_metrics("03_index_inspection")
+    assert m["check_passed.literature"] is True
+    assert m["faults_caught"] == 4
+
+    m = default_run_metrics("04_blending")
     assert m["max_cumulative_deviation"] < 0.01
     assert m["achieved_share.literature"] == pytest.approx(0.5, abs=0.01)
     assert m["reads_per_token.docs"] > m["reads_per_token.literature"] > 0
     assert m["unread_after_one_epoch.random"] > 0.25 > 0.01 > m["unread_after_one_epoch.megatron"]
 
-    entry = run_notebook(_notebook("05_packing_visualization"), tmp_path / "05.ipynb",
-                         {"dataset_dir": str(megatron_dir), "capacity": 1024, "scale_documents": 20_000})
-    assert entry["status"] == "ok", entry.get("error")
-    m = entry["metrics"]
+    m = default_run_metrics("05_packing_visualization")
     assert m["padding_fraction.best_fit_decreasing"] < m["padding_fraction.pad"]
     assert m["rows.best_fit_decreasing"] <= min(m[f"rows.{s}"] for s in ("pad", "next_fit", "first_fit", "window"))
     assert m["packed_loss_gap"] < 1e-9
-    assert 0 < m["pad_and_truncate_thrown_away_tokens"] < m["corpus_tokens"]  # the small corpus has documents over 1024
+    assert 0 < m["pad_and_truncate_thrown_away_tokens"] < m["corpus_tokens"]  # the corpus has documents over 1024
     assert m["pad_and_truncate_padding_fraction"] > m["padding_fraction.best_fit_decreasing"]
     assert 0 < m["cross_document_pair_share.concat"] < 1
     assert m["streaming_deterministic"] is True
