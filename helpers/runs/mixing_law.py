@@ -18,6 +18,7 @@ from typing import Callable, Mapping, Protocol
 import numpy as np
 
 from ..common.errors import UserError
+from .huber_fit import fit_from_starts
 from .swarm import Swarm
 
 HUBER_DELTA = 0.02
@@ -25,10 +26,6 @@ LOG_C_STARTS = np.linspace(-2.0, 1.5, 10)  # Olmix's starting values of log_c
 # Random starts of t per value of log_c. Olmix draws 30; on synthetic swarms of 7 to 30 runs over 5 domains, with
 # noise up to 0.03 nats, one draw found the law thirty did (predictions within 3e-6 anywhere on the simplex).
 DRAWS_PER_LOG_C = 1
-# Stop a start once a step lowers the summed Huber loss by less than this fraction. Where the losses barely depend on
-# the mixture the law is nearly flat along log_c and a common shift of t, and a tighter tolerance only walks along
-# that valley for hundreds of steps (moving the loss by 1e-9) without changing a prediction.
-FTOL = 1e-6
 # Neither term of the law may exceed e times the largest loss measured, anywhere on the simplex (r · t is at most
 # the largest t_j there): bounds a fit to real losses stays well inside, which stop a fit to noise explaining one run
 # with a term that shoots up where no run was, and then predicting absurd losses there.
@@ -71,21 +68,12 @@ class LinearLaw:
         return np.broadcast_to(self.b, np.shape(shares)).copy()
 
 
-def _residuals(parameters: np.ndarray, shares: np.ndarray, losses: np.ndarray) -> np.ndarray:
-    return np.exp(parameters[0]) + np.exp(shares @ parameters[1:]) - losses
-
-
-def _jacobian(parameters: np.ndarray, shares: np.ndarray, losses: np.ndarray) -> np.ndarray:
-    scale = np.exp(shares @ parameters[1:])
-    return np.column_stack([np.full(len(shares), np.exp(parameters[0])), scale[:, None] * shares])
-
-
 def fit_log_linear(shares: np.ndarray, losses: np.ndarray, *, own_domain: int | None = None,
                    delta: float = HUBER_DELTA, seed: int = 0) -> LogLinearLaw:
     """Fit L(r) = exp(log_c) + exp(r · t) to runs' `shares` (runs x domains) and `losses` (one per run).
 
-    scipy's least_squares with loss="huber" and f_scale=delta minimises exactly the summed Huber loss
-    (0.5 e² below delta, delta·(|e| - delta/2) above). Starts as Olmix draws them: log_c from -2 to 1.5,
+    The summed Huber loss (0.5 e² below delta, delta·(|e| - delta/2) above) is minimised from every start at
+    once by Levenberg-Marquardt (`helpers.runs.huber_fit`). Starts as Olmix draws them: log_c from -2 to 1.5,
     t_j from U(0, 0.1), but -U(0, 1) for `own_domain` (the domain whose loss this is: more of it, less loss).
     Every parameter stays below log(largest loss) + CEILING. The fit depends on its arguments alone, so the last
     512 are kept: fitting a swarm again (another bound or pull, a target sharing its domains) reuses them."""
@@ -100,27 +88,23 @@ def fit_log_linear(shares: np.ndarray, losses: np.ndarray, *, own_domain: int | 
 @functools.lru_cache(maxsize=512)
 def _fitted(shape: tuple[int, int], shares: bytes, losses: bytes, own_domain: int | None, delta: float,
             seed: int) -> LogLinearLaw:
-    """`fit_log_linear`'s search, on its arguments as bytes (hashable, so a repeated fit is looked up)."""
-    from scipy.optimize import least_squares  # here, not above: scipy takes most of a second to import
-
+    """`fit_log_linear`'s search, on its arguments as bytes (hashable, so a repeated fit is looked up): every
+    start at once (`helpers.runs.huber_fit`), the one with the least loss kept (the first of equals)."""
     shares, losses = np.frombuffer(shares).reshape(shape), np.frombuffer(losses)
     rng = np.random.default_rng(seed)
     highest = np.log(np.max(losses)) + CEILING
-    best = None
-    with np.errstate(over="ignore", invalid="ignore"):
-        for log_c in LOG_C_STARTS:
-            for _ in range(DRAWS_PER_LOG_C):
-                t = rng.uniform(0.0, 0.1, shares.shape[1])
-                if own_domain is not None:
-                    t[own_domain] = -rng.uniform(0.0, 1.0)
-                start = np.minimum(np.concatenate([[log_c], t]), highest - 1e-6)
-                result = least_squares(_residuals, start, jac=_jacobian, bounds=(-np.inf, highest), loss="huber",
-                                       f_scale=delta, ftol=FTOL, args=(shares, losses))
-                if best is None or result.cost < best.cost:
-                    best = result
-    t = best.x[1:].copy()
+    starts = []
+    for log_c in LOG_C_STARTS:
+        for _ in range(DRAWS_PER_LOG_C):
+            t = rng.uniform(0.0, 0.1, shares.shape[1])
+            if own_domain is not None:
+                t[own_domain] = -rng.uniform(0.0, 1.0)
+            starts.append(np.minimum(np.concatenate([[log_c], t]), highest - 1e-6))
+    ends, costs = fit_from_starts(np.array(starts), shares, losses, highest=highest, delta=delta)
+    best = int(np.argmin(costs))
+    t = ends[best, 1:].copy()
     t.flags.writeable = False  # one law may be handed out many times: nobody may change it under the others
-    return LogLinearLaw(log_c=float(best.x[0]), t=t, cost=float(best.cost))
+    return LogLinearLaw(log_c=float(ends[best, 0]), t=t, cost=float(costs[best]))
 
 
 def fit_linear(shares: np.ndarray, losses: np.ndarray) -> LinearLaw:
