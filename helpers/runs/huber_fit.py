@@ -8,9 +8,10 @@ of a fit takes its steps together, as one stack of arrays, in a few milliseconds
 Each step is Gauss-Newton's for the Huber loss, the residuals weighted as iteratively reweighted least squares
 weights them (1 within `delta`, delta/|e| beyond, which bounds the loss from above, so a step that lowers the
 bound lowers the loss), damped by Levenberg-Marquardt's rule: a step that lowers the summed loss is taken and the
-damping eased, one that does not is refused and the damping raised. A parameter is held below its bound by
-clipping the step. A start stops when a step it takes lowers its loss by less than `RELATIVE_GAIN` of it, when no
-damping finds a lower loss, or after `MOST_STEPS`.
+damping eased, one that does not is refused and the damping raised. No parameter passes its bound: a step is
+clipped there, and a parameter on its bound that the loss pulls past it is left out of the next step. A start
+stops when a step it takes lowers its loss by less than `RELATIVE_GAIN` of it, when no damping finds a lower loss,
+or after `MOST_STEPS`.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def fit_from_starts(starts: np.ndarray, shares: np.ndarray, losses: np.ndarray, 
             lower = going & (trial_costs < costs)
             gain = (costs - trial_costs) / np.maximum(costs, np.finfo(float).tiny)
             parameters[lower], costs[lower] = trial[lower], trial_costs[lower]
-            scale[lower], grown[lower], residuals[lower] = trial_scale[lower], trial_grown[lower], trial_residuals[lower]
+            scale[lower], grown[lower] = trial_scale[lower], trial_grown[lower]
+            residuals[lower] = trial_residuals[lower]
             damping = np.where(lower, np.maximum(damping / EASE, LEAST_DAMPING), damping * RAISE)
             going &= ~((lower & (gain < RELATIVE_GAIN)) | (damping > MOST_DAMPING))
             if not going.any():
