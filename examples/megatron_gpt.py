@@ -26,10 +26,10 @@ from helpers.training.distributed import join_ranks, leave_ranks, rank_device  #
 from helpers.training.framework_runs import (  # noqa: E402
     ADAM_BETAS,
     StepLog,
-    example_llama,
     example_loader,
     example_parser,
     example_vocab_size,
+    example_weights,
     global_batch_digest,
     mean_over_ranks,
 )
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     device = rank_device(torch.device(args.device), ranks)
     start_megatron(seed=0, device=device)
-    llama = example_llama(args, loader)  # the weights every example starts from, copied into Megatron's layout
+    llama = example_weights(args, loader)  # the weights every example starts from, copied into Megatron's layout
     model = copy_llama_weights(megatron_gpt(llama.config, device), llama)
     if ranks.world_size > 1:
         model = torch.nn.parallel.DistributedDataParallel(

@@ -24,6 +24,9 @@ EXAMPLES = {"trainer": 1, "deepspeed": 2, "megatron": 2}
 STEPS, GLOBAL_BATCH, SEQ = 20, 8, 64
 SHAPE = model_flags({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4})
 TINY = ["--steps", str(STEPS), "--global-batch-size", str(GLOBAL_BATCH), "--seq-length", str(SEQ), *SHAPE]
+# helpers.training's launches below train the plain-PyTorch Llama (transformers' weights and function,
+# tests/test_fast_llama.py), which starts without importing transformers; `real_runs` trains the preset's own model
+PLAIN_MODEL = ["--implementation", "fast"]
 FINAL_LOSS = re.compile(r"loss [0-9.]+ -> ([0-9.]+)")
 SAME_CURVE = 1e-4  # float32 on CPU: the frameworks sum in different orders
 
@@ -121,10 +124,11 @@ def test_megatron_runs_its_own_attention_and_rotary_on_a_gpu(prefix):
 
 
 @pytest.mark.parametrize("name, processes, flags", [
-    ("helpers.training", 2, ["--parallel", "ddp"]), ("helpers.training", 2, ["--parallel", "fsdp"]),
+    ("helpers.training", 2, ["--parallel", "ddp", *PLAIN_MODEL]),
+    ("helpers.training", 2, ["--parallel", "fsdp", *PLAIN_MODEL]),
     ("deepspeed", 2, []), ("trainer", 1, [])], ids=["ddp", "fsdp", "deepspeed", "trainer"])
 def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, processes, flags, prefix):
-    if flags == ["--parallel", "fsdp"]:  # real_runs audits the others' real batches, 20 steps each
+    if "fsdp" in flags:  # real_runs audits the others' real batches, 20 steps each
         short = ["--steps", "4", *TINY[2:]]
         healthy = run_framework(name, ["--audit", "--data-path", prefix, *short, *flags], processes)
         assert healthy.returncode == 0, healthy.stderr[-3000:]
@@ -143,7 +147,8 @@ def test_audit_passes_real_batches_and_stops_a_random_fallback_at_step_0(name, p
 
 
 def test_an_audited_run_resumes_from_its_checkpoint_without_a_finding(prefix, tmp_path):
-    flags = ["--audit", "--data-path", prefix, "--checkpoint-dir", str(tmp_path / "ckpt"), *TINY[:1], "6", *TINY[2:]]
+    flags = ["--audit", "--data-path", prefix, "--checkpoint-dir", str(tmp_path / "ckpt"), *TINY[:1], "6", *TINY[2:],
+             *PLAIN_MODEL]
     stopped = run_framework("helpers.training", [*flags, "--until-step", "3", "--checkpoint-every", "3"])
     assert stopped.returncode == 0, stopped.stderr[-3000:]
     # a resume put back two batches before its checkpoint: the auditor's digests came through the restart
@@ -155,7 +160,7 @@ def test_an_audited_run_resumes_from_its_checkpoint_without_a_finding(prefix, tm
     assert list(resumed.log["step"]) == [3, 4, 5]
 
 
-AUDITED = {"ddp": ("helpers.training", 2, ["--parallel", "ddp"]),
+AUDITED = {"ddp": ("helpers.training", 2, ["--parallel", "ddp", *PLAIN_MODEL]),
            "deepspeed": ("deepspeed", 2, []), "trainer": ("trainer", 1, [])}
 FINDING = re.compile(r"^error: ([a-z-]+) \(rank (\d+), step (\d+)\): .*; fix: ", re.MULTILINE)
 
@@ -200,7 +205,7 @@ def test_each_framework_wires_its_planted_bugs_to_the_audit(framework, bug, pref
     step it first shows, and the run stops there (exit 2, or torchrun's failure on 2 processes)."""
     name, processes, flags = AUDITED[framework]
     if bug in ONE_PROCESS_BUGS:
-        processes, flags = 1, []
+        processes, flags = 1, PLAIN_MODEL if name == "helpers.training" else []
     data = large_vocab_prefix if bug in ("past-vocab", "uint16-wrap") else prefix
     # the audit sees a random row among real ones in rows of 128 tokens or more; uint16 once 16,384 ids came: one
     # step of 8 x 2,048, named before the 128k-vocabulary model's first forward

@@ -4,6 +4,8 @@ plain rows, and keeps packed rows within their documents exactly, without a dens
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -120,6 +122,67 @@ def test_either_implementation_trains_the_same_steps_and_the_h100_preset_takes_t
         assert isinstance(model, FastLlama) == (implementation == "fast")
         curves[implementation] = [row["loss"] for row in train(model, batches, settings, progress=False).log]
     assert curves["fast"] == pytest.approx(curves["transformers"], abs=NORM_IN_FLOAT32)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"num_key_value_heads": 2, "num_hidden_layers": 3},
+                                       {"vocab_size": 4096, "hidden_size": 72, "initializer_range": 0.05}],
+                         ids=["multi-head", "grouped-query", "wider"])
+def test_the_layout_drawn_without_transformers_holds_transformers_initial_weights(overrides):
+    """`TransformersLayout` draws what `LlamaForCausalLM` draws for a seed, every parameter bit for bit, and leaves
+    the generator where transformers leaves it; the plain model built from a `LlamaShape` imports no transformers."""
+    from helpers.training.llama_shape import TransformersLayout
+    from helpers.training.train import model_shape
+
+    overrides = dict(overrides)
+    spread = overrides.pop("initializer_range", None)
+    shape = model_shape("cpu-tiny", **{**SHAPE, **overrides})
+    if spread is not None:
+        shape = dataclasses.replace(shape, initializer_range=spread)
+    torch.manual_seed(11)
+    theirs = build_model(shape.transformers_config(), seed=11)
+    after_theirs = torch.rand(4)
+    torch.manual_seed(11)
+    ours = TransformersLayout(shape)
+    assert torch.equal(torch.rand(4), after_theirs)
+    expected = dict(theirs.named_parameters())
+    drawn = dict(ours.named_parameters())
+    assert sorted(drawn) == sorted(expected)
+    assert all(torch.equal(drawn[name], expected[name]) for name in expected), \
+        [name for name in expected if not torch.equal(drawn[name], expected[name])]
+    fast = build_model(shape, seed=11, implementation="fast")
+    assert torch.equal(fast.lm_head.weight, expected["lm_head.weight"])
+    assert torch.equal(fast.model.layers[0].self_attn.qkv_proj.weight[:shape.hidden_size],
+                       expected["model.layers.0.self_attn.q_proj.weight"])
+
+
+def test_the_shape_holds_the_fields_of_transformers_config_with_its_defaults():
+    from helpers.training.train import model_shape
+
+    for overrides in ({}, {"num_key_value_heads": 2}):
+        shape = model_shape("cpu-tiny", **overrides)
+        config = shape.transformers_config()
+        for field in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                      "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings", "rms_norm_eps",
+                      "initializer_range", "head_dim"):
+            assert getattr(shape, field) == getattr(config, field), field
+    assert model_shape("cpu-tiny").num_key_value_heads == 6  # None: one per attention head, as LlamaConfig
+    assert model_shape("cpu-tiny").max_position_embeddings == 128  # the preset's sequence length
+
+
+def test_the_command_trains_the_plain_model_without_importing_transformers(tmp_path):
+    """`python -m helpers.training --implementation fast` never imports transformers (3 s of every start)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, runpy; sys.argv = ['helpers.training'] + sys.argv[1:]\n"
+             "try:\n    runpy.run_module('helpers.training', run_name='__main__')\n"
+             "finally:\n    print('transformers imported:', 'transformers' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", probe, "--synthetic", "--vocab-size", "97", "--steps", "2",
+                          "--global-batch-size", "2", "--seq-length", "16", "--model", "hidden_size=24",
+                          "--model", "num_attention_heads=2", "--model", "num_hidden_layers=1",
+                          "--implementation", "fast", "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "transformers imported: False" in run.stdout and "2 steps on 1 process(es)" in run.stdout, run.stdout
 
 
 def test_the_loop_hands_document_ids_only_to_a_model_that_masks_packed_rows_itself():

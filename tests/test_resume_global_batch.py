@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 TINY = ["--seq-length", "32", "--model", "hidden_size=32", "--model", "intermediate_size=64", "--model",
-        "num_hidden_layers=1", "--model", "num_attention_heads=4", "--train", "eval_every=0", "--no-progress"]
+        "num_hidden_layers=1", "--model", "num_attention_heads=4", "--train", "eval_every=0", "--no-progress",
+        "--implementation", "fast"]
 
 
 def train(data: list[str], csv_path: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -384,7 +384,7 @@ def test_helpers_training_refuses_a_moved_phase_with_another_global_batch_in_one
     """What a user sees: exit 2, one line naming the phase and the fix, no traceback."""
     tiny = ["--steps", "4", "--seq-length", "32", "--model", "hidden_size=32", "--model", "intermediate_size=64",
             "--model", "num_hidden_layers=1", "--model", "num_attention_heads=4", "--train", "eval_every=0",
-            "--no-progress", "--checkpoint-dir", str(tmp_path / "checkpoints")]
+            "--no-progress", "--implementation", "fast", "--checkpoint-dir", str(tmp_path / "checkpoints")]
     datasets = f"datasets: [{prefixes[0]}, {prefixes[1]}]\nphases:\n  - {{step: 0, weights: [0.8, 0.2]}}\n"
     for name, step in (("planned", 3), ("moved", 2)):
         (tmp_path / f"{name}.yaml").write_text(datasets + f"  - {{step: {step}, weights: [0.1, 0.9]}}\n")

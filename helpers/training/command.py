@@ -41,7 +41,7 @@ from .train import (
     TrainSettings,
     build_model,
     default_num_workers,
-    llama_config,
+    model_shape,
     preset_implementation,
     train,
     train_settings,
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if vocab_size is None:
         raise UserError("the data names no vocabulary size; fix: pass --model vocab_size=N")
     vocab_size = model_vocab_size(args.plant_bug, vocab_size)
-    model = build_model(llama_config(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed,
+    model = build_model(model_shape(args.preset, vocab_size=vocab_size, **model_overrides), seed=settings.seed,
                         implementation=args.implementation or preset_implementation(args.preset))
     checkpoints = checkpoint_plan(args)
     batches = batches_for_the_model(args, loader, vocab_size)

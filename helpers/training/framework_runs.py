@@ -31,8 +31,8 @@ from .distributed import Ranks, group_running
 from .train import ADAM_BETAS
 
 __all__ = ["ADAM_BETAS", "StepLog", "add_audit_flag", "batches_for_the_model", "example_llama", "example_loader",
-           "example_parser", "example_vocab_size", "global_batch_digest", "llama_shape", "mean_over_ranks",
-           "planter_if_asked", "refuse_missing_data", "row_digests"]
+           "example_parser", "example_vocab_size", "example_weights", "global_batch_digest", "llama_shape",
+           "mean_over_ranks", "planter_if_asked", "refuse_missing_data", "row_digests"]
 
 EXAMPLE_SEED = 0
 FINAL_LINE = "{name}, {steps} steps of {batch} x {seq}: loss {first:.4f} -> {last:.4f} (ln V = {ln_v:.4f})"
@@ -85,13 +85,13 @@ def example_vocab_size(args: argparse.Namespace, loader: TokenBatches) -> int:
 
 
 def llama_shape(args: argparse.Namespace, loader: TokenBatches):
-    """The workshop's small Llama's `LlamaConfig` (`cpu-tiny`, with `--model` overrides)."""
+    """The workshop's small Llama's shape (`cpu-tiny`, with `--model` overrides), a `LlamaShape`."""
     from .command import assignments
-    from .train import llama_config
+    from .train import model_shape
 
     overrides = {"max_position_embeddings": args.seq_length, **assignments(args.model, "--model")}
     overrides["vocab_size"] = example_vocab_size(args, loader)
-    return llama_config("cpu-tiny", **overrides)
+    return model_shape("cpu-tiny", **overrides)
 
 
 def example_llama(args: argparse.Namespace, loader: TokenBatches):
@@ -99,6 +99,15 @@ def example_llama(args: argparse.Namespace, loader: TokenBatches):
     from .train import build_model
 
     return build_model(llama_shape(args, loader), seed=EXAMPLE_SEED)
+
+
+def example_weights(args: argparse.Namespace, loader: TokenBatches):
+    """`example_llama`'s initial weights under transformers' names, drawn without importing transformers (for a
+    framework with a model of its own, which copies them in)."""
+    from .llama_shape import TransformersLayout
+
+    torch.manual_seed(EXAMPLE_SEED)
+    return TransformersLayout(llama_shape(args, loader))
 
 
 def row_digests(input_ids: torch.Tensor) -> torch.Tensor:

@@ -39,6 +39,7 @@ from ..datasets.layout import IGNORE_INDEX
 from .checkpoints import latest_checkpoint, load_checkpoint, run_identity, save_checkpoint
 from .distributed import all_sum, gradient_sync, join_ranks, local_value, parallel_model, rank_device
 from .fused_loss import LOSS_KERNELS, check_loss_kernel, fused_linear_loss
+from .llama_shape import LlamaShape, TransformersLayout
 from .run_length import RunLength, resumed_length
 from .staging import staged_batches
 from .step_log import PendingSteps, StepClock
@@ -131,16 +132,19 @@ def merge_overrides(defaults: dict[str, Any], overrides: dict[str, Any], what: s
     return {**defaults, **overrides}
 
 
-def llama_config(preset: str = "cpu-tiny", **overrides) -> LlamaConfig:
-    """A `transformers.LlamaConfig` for random initialisation (nothing downloaded), shaped by `preset`."""
-    from transformers import LlamaConfig
-
+def model_shape(preset: str = "cpu-tiny", **overrides) -> LlamaShape:
+    """The Llama shape of `preset` with `overrides`, as plain data (`build_model` takes it; no transformers)."""
     entry = preset_entry(preset)
     fields = merge_overrides({**MODEL_DEFAULTS, **entry["model"]}, overrides, "model")
     if fields["max_position_embeddings"] is None:
         fields["max_position_embeddings"] = entry["train"]["seq_length"]
     check_heads(fields)
-    return LlamaConfig(**fields, attn_implementation="sdpa")
+    return LlamaShape(**fields)
+
+
+def llama_config(preset: str = "cpu-tiny", **overrides) -> LlamaConfig:
+    """A `transformers.LlamaConfig` for random initialisation (nothing downloaded), shaped by `preset`."""
+    return model_shape(preset, **overrides).transformers_config()
 
 
 def check_heads(fields: dict[str, Any]) -> None:
@@ -182,23 +186,29 @@ def train_settings(preset: str = "cpu-tiny", **overrides) -> TrainSettings:
     return settings
 
 
-def build_model(config: LlamaConfig, device: str | torch.device = "cpu", seed: int = 0,
+def build_model(config: LlamaConfig | LlamaShape, device: str | torch.device = "cpu", seed: int = 0,
                 implementation: str = "transformers") -> torch.nn.Module:
     """A randomly initialised Llama on `device`; the same seed gives the same weights in either
     implementation: transformers' `LlamaForCausalLM`, or `"fast"`, the plain-PyTorch `FastLlama`
-    (`helpers.training.llama`) given those same weights."""
-    from transformers import LlamaForCausalLM
-
+    (`helpers.training.llama`) given those same weights (drawn without transformers from a `LlamaShape`)."""
     if implementation not in IMPLEMENTATIONS:
         raise UserError(f"model implementation {implementation!r}; fix: use one of {', '.join(IMPLEMENTATIONS)}")
     torch.manual_seed(seed)
-    with torch.device(device):
-        model = LlamaForCausalLM(config)
     if implementation == "fast":
         from .llama import from_transformers
 
-        model = from_transformers(model)
-    return model
+        with torch.device(device):
+            weights = TransformersLayout(config) if isinstance(config, LlamaShape) else transformers_llama(config)
+        return from_transformers(weights)
+    with torch.device(device):
+        return transformers_llama(config.transformers_config() if isinstance(config, LlamaShape) else config)
+
+
+def transformers_llama(config: LlamaConfig) -> torch.nn.Module:
+    """transformers' `LlamaForCausalLM`, drawn from torch's generator as it stands."""
+    from transformers import LlamaForCausalLM
+
+    return LlamaForCausalLM(config)
 
 
 def default_num_workers(device: str | torch.device) -> int:
