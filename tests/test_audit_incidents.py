@@ -103,16 +103,19 @@ def zoo(corpus_dir):
 
 @pytest.fixture(scope="module")
 def hf_tokenizer(zoo, tmp_path_factory):
-    """A zoo tokenizer as a user has it: its folder exported once, then loaded afresh by `AutoTokenizer` on every
-    call (tests set pad tokens and post-processors of their own)."""
+    """A zoo tokenizer as a user has it: its folder exported and loaded by `AutoTokenizer` once, and a copy of its
+    own on every call (tests set pad tokens and post-processors of their own; a copy takes half the load's time)."""
+    import copy
+
     from transformers import AutoTokenizer
 
-    folders: dict = {}
+    loaded: dict = {}
 
     def tokenizer(name: str):
-        if name not in folders:
-            folders[name] = zoo(name).export(tmp_path_factory.mktemp("tokenizer") / name)
-        return AutoTokenizer.from_pretrained(str(folders[name]))
+        if name not in loaded:
+            loaded[name] = AutoTokenizer.from_pretrained(str(zoo(name).export(tmp_path_factory.mktemp("tokenizer")
+                                                                              / name)))
+        return copy.deepcopy(loaded[name])
 
     return tokenizer
 

@@ -46,13 +46,15 @@ PLACES = {
 }
 
 
-def _files(kind: str) -> list[str]:
-    """Readable regular files (no symlinks, so no duplicates) matching the kind's places, sorted."""
+@functools.lru_cache(maxsize=None)
+def _files(kind: str) -> tuple[str, ...]:
+    """Readable regular files (no symlinks, so no duplicates) matching the kind's places, sorted (searched once
+    per process: site-packages is walked whole for some kinds)."""
     found = set()
     for pattern in PLACES[kind]:
         found.update(path for path in glob(pattern, recursive=True) if os.path.isfile(path)
                      and not os.path.islink(path) and os.access(path, os.R_OK))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def _decode(data: bytes) -> str:
