@@ -1,5 +1,7 @@
 """DeepSpeed ZeRO (stage 1, 2 or 3) fed by the workshop's loader: a few steps of the same small Llama as
-`helpers.training`, on real data, or on random tokens only when asked for by name.
+`helpers.training`, on real data, or on random tokens only when asked for by name. The model is its plain-PyTorch
+implementation (`helpers/training/llama.py`): transformers' Llama's function and initial weights, without
+importing transformers.
 
     .venv/bin/torchrun --nproc-per-node 2 examples/deepspeed_zero.py --zero-stage 2 \\
         --data-path data/megatron/literature_text_document --steps 30
@@ -40,7 +42,7 @@ from helpers.training.framework_runs import (  # noqa: E402
     global_batch_digest,
     mean_over_ranks,
 )
-from helpers.training.train import next_token_loss  # noqa: E402
+from helpers.training.train import next_token_loss, to_device  # noqa: E402
 
 
 def deepspeed_config(args, world_size: int) -> dict:
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ranks = join_ranks(group_of_one=True)
     loader = example_loader(args, ranks)
-    model = example_llama(args, loader)
+    model = example_llama(args, loader, implementation="fast")  # plain PyTorch: no transformers to import
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(CACHE_DIR / "torch_extensions"))
     for name, value in (("RANK", ranks.rank), ("LOCAL_RANK", ranks.local_rank), ("WORLD_SIZE", ranks.world_size)):
         os.environ.setdefault(name, str(value))  # what torchrun sets; DeepSpeed reads them even on one process
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     log = StepLog(f"DeepSpeed ZeRO-{args.zero_stage} on {ranks.world_size} process(es)", ranks)
     batches = batches_for_the_model(args, loader, example_vocab_size(args, loader))
     for step, batch in enumerate(batches):
-        loss = next_token_loss(engine, {key: value.to(engine.device) for key, value in batch.items()})
+        loss = next_token_loss(engine, to_device(batch, engine.device, model))
         engine.backward(loss)
         engine.step()
         log.record(step, mean_over_ranks(loss), global_batch_digest(batch["input_ids"]))

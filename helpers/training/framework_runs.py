@@ -94,11 +94,12 @@ def llama_shape(args: argparse.Namespace, loader: TokenBatches):
     return model_shape("cpu-tiny", **overrides)
 
 
-def example_llama(args: argparse.Namespace, loader: TokenBatches):
-    """The workshop's small Llama as a transformers model, the same initial weights in every example."""
+def example_llama(args: argparse.Namespace, loader: TokenBatches, implementation: str = "transformers"):
+    """The workshop's small Llama, the same initial weights in every example: transformers' model, or the
+    plain-PyTorch one (`"fast"`: the same function, built without importing transformers)."""
     from .train import build_model
 
-    return build_model(llama_shape(args, loader), seed=EXAMPLE_SEED)
+    return build_model(llama_shape(args, loader), seed=EXAMPLE_SEED, implementation=implementation)
 
 
 def example_weights(args: argparse.Namespace, loader: TokenBatches):
