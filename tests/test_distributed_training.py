@@ -69,7 +69,8 @@ def test_two_processes_take_the_steps_of_one_with_the_same_global_batch(prefix, 
 def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_process, tmp_path):
     """Stopped on 2 processes with FSDP2, resumed on 1: the steps of the uninterrupted run. (DDP stopped on 2 and
     resumed on 3 is the schedule's test below; 1 process resumed on 2 with DDP, notebook 08's solutions.) What a
-    checkpoint refuses, another model or other data, is checked on the same checkpoint."""
+    checkpoint refuses, another model shape, other data or the other model implementation, is checked on the same
+    checkpoint."""
     checkpoints = tmp_path / "checkpoints"
     before = run_training(prefix, tmp_path / "before.csv", 2, "--parallel", "fsdp",
                           "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "1", "--until-step", "3")
@@ -82,7 +83,8 @@ def test_a_resumed_run_takes_the_steps_of_the_uninterrupted_one(prefix, one_proc
     assert max(abs(a - b) for a, b in zip(curve, one_process)) <= TOLERANCE, (curve, one_process)
     other_shape = [arg.replace("hidden_size=32", "hidden_size=48") for arg in TINY]
     other_data = [arg.replace("64", "32") if arg == "64" else arg for arg in TINY]  # --seq-length 32
-    for arguments, what in ((other_shape, "model"), (other_data, "data")):
+    other_model = [arg.replace("fast", "transformers") for arg in TINY]  # its weights are named apart
+    for arguments, what in ((other_shape, "model"), (other_data, "data"), (other_model, "model implementation")):
         refused = subprocess.run([sys.executable, "-m", "helpers.training", "--data-path", prefix, *arguments,
                                   "--checkpoint-dir", str(checkpoints), "--resume"], capture_output=True, text=True,
                                  env=ONE_THREAD)
@@ -141,7 +143,7 @@ def test_a_checkpoint_restores_the_random_state_that_dropout_draws_from(tmp_path
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).train()
     optimizer = torch.optim.AdamW(model.parameters())
-    identity = {"data": "the same data", "model": "the same shape"}
+    identity = {"data": "the same data", "model": "the same shape", "implementation": "Sequential"}
     path = save_checkpoint(tmp_path, 1, (model, optimizer), dict(identity))
     saved = torch.get_rng_state()
     uninterrupted = model(torch.ones(4, 8))  # the next step's dropout masks

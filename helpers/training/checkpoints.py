@@ -32,9 +32,18 @@ SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_la
                 "num_key_value_heads")
 
 
-def run_identity(config, batches) -> dict:
-    """What a checkpoint must match to be continued: the data (the loader's fingerprint) and the model's shape."""
-    return {"data": batches.fingerprint, "model": {field: getattr(config, field) for field in SHAPE_FIELDS}}
+def run_identity(config, batches, model) -> dict:
+    """What a checkpoint must match to be continued: the data (the loader's fingerprint), the model's shape and
+    its implementation (`model_implementation`: transformers' Llama and the plain one name their weights apart)."""
+    return {"data": batches.fingerprint, "model": {field: getattr(config, field) for field in SHAPE_FIELDS},
+            "implementation": model_implementation(model)}
+
+
+def model_implementation(model) -> str:
+    """The name of `model`'s own class, through DistributedDataParallel and FSDP2's wrapping (`FastLlama`,
+    `LlamaForCausalLM`, a script's own)."""
+    inner = getattr(model, "module", model)
+    return next(kind for kind in type(inner).__mro__ if not kind.__module__.startswith("torch.distributed")).__name__
 
 
 def remove_abandoned_saves(folder: str | os.PathLike) -> list[Path]:
@@ -101,15 +110,18 @@ def save_checkpoint(folder: str | os.PathLike, step: int, trained: tuple, run: d
 
 def load_checkpoint(path: Path, model, optimizer, identity: dict) -> dict:
     """Load `path` into `model` and `optimizer` (any number of processes) and restore the RNG state; returns
-    its `run.json`. A checkpoint of other data or another model shape is refused in one line."""
+    its `run.json`. A checkpoint of other data, another model shape or the other implementation is refused in one
+    line."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     run = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
-    for what, fix in (("data", "resume with the same data, split, seq_length and sample count"),
-                      ("model", "resume with the same model shape")):
-        if run.get(what) != identity[what]:
-            raise UserError(f"{path}: a checkpoint of other {what} ({run.get(what)}, this run's {identity[what]}); "
+    run.setdefault("implementation", identity["implementation"])  # saved before checkpoints named it
+    for what, key, fix in (("data", "data", "resume with the same data, split, seq_length and sample count"),
+                           ("model", "model", "resume with the same model shape"),
+                           ("model implementation", "implementation", "resume with the same --implementation")):
+        if run.get(key) != identity[key]:
+            raise UserError(f"{path}: a checkpoint of other {what} ({run.get(key)}, this run's {identity[key]}); "
                             f"fix: {fix}, or start without resuming")
     model_state, optimizer_state = get_state_dict(model, optimizer)
     # a CUDA run's device state is restored on CUDA; a CPU checkpoint resumed on CUDA keeps the device's own

@@ -661,7 +661,8 @@ def run_steps(run: TrainingRun, staged, length: RunLength, last_step: int, bar) 
                 log[-1]["eval_loss"] = evaluate(run.model, run.eval_batches, settings, device, loss_of=run.plan.loss_of)
             if checkpoint_now:
                 save_checkpoint(run.checkpoints.folder, step + 1, (run.model, run.optimizer),
-                                {"loader": staged.loader_state(run.batches), **run_identity(run.config, run.batches)})
+                                {"loader": staged.loader_state(run.batches),
+                                 **run_identity(run.config, run.batches, run.model)})
             if evaluate_now or checkpoint_now:
                 pending.clock.restart()  # evaluation and saving are no step's time
             if log:
@@ -679,7 +680,7 @@ def resume_point(checkpoints: CheckpointPlan | None, trained: tuple, batches, co
     latest = latest_checkpoint(checkpoints.folder) if checkpoints.resume else None
     if latest is None:
         return RunLength(0, steps)
-    run = load_checkpoint(latest, *trained, identity=run_identity(config, batches))
+    run = load_checkpoint(latest, *trained, identity=run_identity(config, batches, trained[0]))
     batches.load_state_dict(run["loader"])
     return resumed_length(latest, run, batches, steps)
 
