@@ -1,5 +1,5 @@
 """The shape of the workshop's Llama as plain data, and the weights transformers' `LlamaForCausalLM` starts from,
-both without importing transformers (about 3 CPU seconds of every process that trains the plain-PyTorch Llama).
+both without importing transformers (about 1.5 CPU seconds of every process that trains the plain-PyTorch Llama).
 
 `LlamaShape` holds the fields of a transformers `LlamaConfig` that the models here read, with `LlamaConfig`'s
 defaults (its key/value heads the attention heads when not given); `transformers_config()` gives the
