@@ -196,6 +196,29 @@ def test_a_stop_signal_the_moment_the_temporary_file_appears_still_removes_it(tm
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_sigterm_while_a_command_writes_its_error_line_leaves_the_line_and_its_code(monkeypatch, capsys):
+    """torchrun sends SIGTERM to the other ranks once one has failed; a rank already writing its own error line
+    (`stop`) ends with that line and its code, not with a traceback for the signal. Before the command ends, the
+    same signal still stops it."""
+    from helpers.common import errors
+    from helpers.common.stop_signals import Terminated, handled
+
+    codes = []
+    monkeypatch.setattr(errors, "exit_process", codes.append)
+    written = errors.say_on_stderr
+
+    def signalled_while_writing(line):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)  # delivered at once
+        written(line)
+
+    monkeypatch.setattr(errors, "say_on_stderr", signalled_while_writing)
+    with handled():
+        errors.stop(2, "error: rank-not-set (rank 1, step 0): ...; fix: ...")
+    assert codes == [2] and capsys.readouterr().err == "error: rank-not-set (rank 1, step 0): ...; fix: ...\n"
+    with handled(), pytest.raises(Terminated):  # the next command's handling starts afresh
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+
 def test_a_writer_that_fails_to_open_leaves_the_others_cleaned_up(tmp_path, monkeypatch):
     jsonl = tmp_path / "in.jsonl"
     jsonl.write_text('{"text": "one", "title": "two"}\n')

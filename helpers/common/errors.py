@@ -42,7 +42,8 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
 def stop(code: int, line: str) -> None:
     """End the command with one line on stderr and `code`; a rank of a torch.distributed job without
     finalizing the interpreter (`helpers.common.process_exit`). torchrun ends the other ranks once one has
-    failed."""
+    failed: a signal from then on no longer interrupts this one's line (`stop_signals.ending`)."""
+    stop_signals.ending()
     say_on_stderr(line)
     exit_process(code)
 

@@ -27,12 +27,13 @@ class Terminated(BaseException):
 
 _signals_received: list[int] = []
 _holding = 0  # inside `signals_held`: a signal is remembered, and raised when the block ends
+_ending = False  # after `ending`: the command is on its way out with a line and a code of its own
 
 
 def on_signal(signum, frame) -> None:
     """SIGINT raises KeyboardInterrupt, SIGTERM `Terminated`; a second signal is ignored, so that it cannot
-    cut the cleanup short. The signal is also remembered for `check_signals`."""
-    if _signals_received:
+    cut the cleanup short, and so is one after `ending`. The signal is also remembered for `check_signals`."""
+    if _signals_received or _ending:
         return
     _signals_received.append(signum)
     if not _holding:
@@ -46,6 +47,7 @@ def handled() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _ending
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     try:
         yield
@@ -53,6 +55,15 @@ def handled() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         _signals_received.clear()
+        _ending = False
+
+
+def ending() -> None:
+    """The command is ending on its own, with its last line and exit code: a stop signal from here on changes
+    neither (torchrun sends SIGTERM to the other ranks as soon as one has failed, which would otherwise break
+    into a rank's own error line with a traceback)."""
+    global _ending
+    _ending = True
 
 
 def _forked_child_signals() -> None:
