@@ -103,19 +103,20 @@ def zoo(corpus_dir):
 
 @pytest.fixture(scope="module")
 def hf_tokenizer(zoo, tmp_path_factory):
-    """A zoo tokenizer as a user has it: its folder exported and loaded by `AutoTokenizer` once, and a copy of its
-    own on every call (tests set pad tokens and post-processors of their own; a copy takes half the load's time)."""
+    """A zoo tokenizer as a user has it: its folder exported and loaded by `AutoTokenizer` once, shared by the tests
+    that only encode with it; `own=True` gives a copy of its own to a test that sets pad tokens or post-processors
+    (a copy takes half the load's time)."""
     import copy
 
     from transformers import AutoTokenizer
 
     loaded: dict = {}
 
-    def tokenizer(name: str):
+    def tokenizer(name: str, own: bool = False):
         if name not in loaded:
             loaded[name] = AutoTokenizer.from_pretrained(str(zoo(name).export(tmp_path_factory.mktemp("tokenizer")
                                                                               / name)))
-        return copy.deepcopy(loaded[name])
+        return copy.deepcopy(loaded[name]) if own else loaded[name]
 
     return tokenizer
 
@@ -443,7 +444,7 @@ def test_pad_equal_to_eos_over_documents_ending_in_eos_is_named_eos_not_learned(
     """`tokenizer.pad_token = tokenizer.eos_token` (the most common setup) with DataCollatorForLanguageModeling,
     over documents that end with EOS: the collator sets every pad id's label to -100, so every EOS too, and the
     model never learns to end a document."""
-    tokenizer = hf_tokenizer(name)
+    tokenizer = hf_tokenizer(name, own=True)
     tokenizer.pad_token = tokenizer.eos_token
     eos = tokenizer.eos_token_id
     _, batches = padded_documents(tokenizer, paragraphs)
@@ -456,7 +457,7 @@ def test_pad_equal_to_eos_over_documents_ending_in_eos_is_named_eos_not_learned(
 def test_a_pad_token_of_its_own_raises_no_finding(hf_tokenizer, paragraphs, name, pad):
     """The twin: a pad token that is not EOS (Llama 3.1's `<|finetune_right_pad_id|>`; a `<pad>` added to
     Mistral's vocabulary, the model's embeddings resized to len(tokenizer)): EOS labelled, padding not."""
-    tokenizer = hf_tokenizer(name)
+    tokenizer = hf_tokenizer(name, own=True)
     if pad in tokenizer.get_vocab():
         tokenizer.pad_token = pad
     else:
@@ -488,7 +489,7 @@ def packed_with_template(tokenizer, paragraphs: list[str], template: str, count:
 
 
 def llama3_adding_bos(hf_tokenizer):
-    tokenizer = hf_tokenizer("llama3")
+    tokenizer = hf_tokenizer("llama3", own=True)
     meta_llama3_post_processor(tokenizer)
     assert tokenizer("a")["input_ids"][0] == tokenizer.bos_token_id  # as Meta's tokenizer.json does
     return tokenizer
@@ -581,7 +582,7 @@ def test_the_same_documents_packed_whole_raise_no_finding(hf_tokenizer, long_doc
 def bpe_features(hf_tokenizer, documents):
     """The corpus-trained BPE (8,192 ids) with a `<pad>` of its own, and run_clm's 64-token blocks of the machine
     text (each document ending with its EOS), without labels: the collator makes them."""
-    tokenizer = hf_tokenizer("bpe")
+    tokenizer = hf_tokenizer("bpe", own=True)
     tokenizer.add_special_tokens({"pad_token": "<pad>"})
     encoded = tokenizer([text + tokenizer.eos_token for text in documents[:30]])
     blocks = group_texts({"input_ids": encoded["input_ids"]}, 64)
@@ -663,7 +664,7 @@ def pad_collate(pad_id: int, side: str, mask: str):
 def mistral_padded(hf_tokenizer, paragraphs):
     """Mistral's tokenizer with pad = unk (id 0, as Llama 2 fine-tuning scripts set it), short paragraphs
     truncated to 128 tokens: what each collate pads."""
-    tokenizer = hf_tokenizer("mistral")
+    tokenizer = hf_tokenizer("mistral", own=True)
     tokenizer.pad_token = tokenizer.unk_token
     return tokenizer, tokenizer(paragraphs[:160], truncation=True, max_length=128)["input_ids"]
 
@@ -1055,7 +1056,7 @@ def test_hugging_face_group_by_length_raises_no_finding(hf_tokenizer, paragraphs
     from transformers import DataCollatorForLanguageModeling
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
-    tokenizer = hf_tokenizer("llama3")
+    tokenizer = hf_tokenizer("llama3", own=True)
     tokenizer.add_special_tokens({"pad_token": "<|finetune_right_pad_id|>"})
     encoded = tokenizer(paragraphs[:1200], truncation=True, max_length=512)
     features = [{"input_ids": ids} for ids in encoded["input_ids"]]
@@ -1076,7 +1077,7 @@ def test_an_empty_document_padded_to_a_row_of_padding_raises_no_finding(hf_token
     the mask is right."""
     from transformers import DataCollatorForLanguageModeling
 
-    tokenizer = hf_tokenizer("mistral")
+    tokenizer = hf_tokenizer("mistral", own=True)
     tokenizer.pad_token = tokenizer.unk_token
     texts_ = list(dict.fromkeys(paragraphs))[:63] + [""]  # no copy of a paragraph next to another
     features = [{"input_ids": ids} for ids in tokenizer(texts_, truncation=True, max_length=256,

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from audit_incident_pipelines import group_texts
+from audit_incident_pipelines import run_clm_dataset
 
 from helpers.audit import Audited, Auditor, audit, audit_ranks
 from helpers.audit.planting import (
@@ -104,15 +104,6 @@ def hf_tokenizer(hf_tokenizers):
 
 
 # ---------------------------------------------------------------- 1. Hugging Face run_clm
-
-
-def run_clm_dataset(tokenizer, documents: list[str], block_size: int):
-    """run_clm.py's datasets: `tokenize_function` then `group_texts`, both with `Dataset.map(batched=True)`."""
-    from datasets import Dataset
-
-    raw = Dataset.from_dict({"text": documents})
-    tokenized = raw.map(lambda examples: tokenizer(examples["text"]), batched=True, remove_columns=["text"])
-    return tokenized.map(group_texts, batched=True, fn_kwargs={"block_size": block_size})
 
 
 @pytest.fixture(scope="module")
