@@ -10,7 +10,7 @@ from helpers.common.errors import UserError
 from helpers.corpus.machine_domains import write_machine_domain
 from helpers.datasets.indexed import IndexedDataset
 from helpers.training.mix_domains import domain_names, prepare_domains
-from helpers.training.mixture_runs import MIXTURE_SIZES, mixture_run, size_settings
+from helpers.training.mixture_runs import MIXTURE_SIZES, mixture_run, proof_sizes, size_settings
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +54,8 @@ def test_a_run_reads_its_mixture_and_scores_every_domain(domains):
     (lambda p, n: mixture_run(p, n, [0.2] * 5, size="huge"), "unknown mixture-run size 'huge'"),
     (lambda p, n: mixture_run(p, n, size="tiny"), "5 domains, 5 names and 0 weights"),
     (lambda p, n: domain_names(["docs"]), "a name appears twice"),
+    (lambda p, n: proof_sizes("proxy", "proxy"), "larger_size 'proxy' is the swarm's own size"),
+    (lambda p, n: proof_sizes("proxy", "largest"), "unknown mixture-run size 'largest'"),
     (lambda p, n: write_machine_domain("poems", "/nonexistent/poems.jsonl"), "unknown kind of machine text 'poems'"),
 ])
 def test_bad_input_is_one_line_with_its_fix(domains, call, says):

@@ -81,6 +81,18 @@ def size_entry(size: str) -> dict[str, Any]:
     return MIXTURE_SIZES[size]
 
 
+def proof_sizes(size: str, larger_size: str) -> tuple[str, str]:
+    """The two sizes a proposal is proved at, checked before anything trains: each a row of `MIXTURE_SIZES`, and
+    two different rows (the same one twice proves nothing at a second size, and its tables would have one column
+    where they need two)."""
+    size_entry(size), size_entry(larger_size)
+    if larger_size == size:
+        raise UserError(f"larger_size {larger_size!r} is the swarm's own size; fix: give a larger row of "
+                        f"MIXTURE_SIZES for the proof's second size (e.g. 'larger' beside 'proxy', 'tiny-larger' "
+                        f"beside 'tiny')")
+    return size, larger_size
+
+
 def size_settings(size: str, seed: int = 0):
     """The training settings of a size (no evaluation during the run: every domain is scored at its end)."""
     entry = size_entry(size)
