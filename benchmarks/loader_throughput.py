@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -272,12 +273,9 @@ def main() -> None:
                              "it, megatron-core shuffles its epochs together and the loader each on its own; "
                              "LitData restarts its workers each epoch)")
     args = parser.parse_args()
-    if args.litdata or args.only_litdata:
-        try:
-            import litdata  # noqa: F401
-        except ImportError:
-            sys.exit("error: --litdata needs LitData, which is not installed; fix: pip install --no-deps "
-                     "litdata==0.2.76 and pip install lightning-utilities filelock obstore boto3 tifffile")
+    if (args.litdata or args.only_litdata) and importlib.util.find_spec("litdata") is None:
+        sys.exit("error: --litdata needs LitData, which is not installed; fix: pip install --no-deps "
+                 "litdata==0.2.76 and pip install lightning-utilities filelock obstore boto3 tifffile")
     load_now()  # the steady state of a run past its first batches (a new process's first batch: its own table)
     if args.only_litdata:
         work = Path(tempfile.mkdtemp(prefix="loader-bench-"))
