@@ -20,7 +20,7 @@ from helpers.datasets.blending import build_datasets
 from helpers.datasets.formats import indexed_to_npy, indexed_to_shards
 from helpers.datasets.indexed import IndexedDataset
 from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX
-from helpers.loading.loader import make_dataloader, samples_for_transformers
+from helpers.loading.loader import STEPS_PER_ITEM, make_dataloader, samples_for_transformers
 from helpers.loading.settings import LoaderSettings
 from helpers.preprocess import preprocess
 
@@ -354,17 +354,38 @@ def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(
     alone = list(make_dataloader(**arguments))
     with_workers = make_dataloader(num_workers=2, **arguments)
     assert all(_equal(a, b) for a, b in zip(with_workers, alone)) and with_workers.step == len(alone)
-    steps = _StepWindows(with_workers.source, 4, 0, 1, slots=3)
-    handed = steps[4]
+    steps = _StepWindows(with_workers.source, 4, 0, 1, items_ahead=2)
+    handed = steps[4]  # the item of the steps from step 4
     if kind == "packed":
-        assert _equal(handed, alone[4])
-    else:
-        on_disk = {"megatron": IndexedDataset(prefixes["literature"]).dtype, "npy": np.load(paths["npy"]).dtype,
-                   "shards": json.loads((Path(paths["shards"]) / "dataset_metadata.json").read_text())["dtype"]}
-        windows = steps.slot(handed)
-        assert handed == 4 % 3 and windows.dtype == np.dtype(on_disk[kind]) and windows.itemsize == 4
-        assert windows.shape == (4, 33) and steps.memory.is_shared()
-        assert _equal(with_workers.source.finish(windows), alone[4])
+        assert steps.per_item == 1 and len(handed) == 1 and _equal(handed[0], alone[4])
+        return
+    on_disk = {"megatron": IndexedDataset(prefixes["literature"]).dtype, "npy": np.load(paths["npy"]).dtype,
+               "shards": json.loads((Path(paths["shards"]) / "dataset_metadata.json").read_text())["dtype"]}
+    assert steps.per_item == STEPS_PER_ITEM and steps.slots == 2 * 2 * STEPS_PER_ITEM
+    assert handed == [step % steps.slots for step in range(4, 4 + STEPS_PER_ITEM)]
+    windows = steps.slot(handed[0])
+    assert windows.dtype == np.dtype(on_disk[kind]) and windows.itemsize == 4
+    assert windows.shape == (4, 33) and steps.memory.is_shared()
+    assert all(_equal(batch, alone[4 + k]) for k, batch in enumerate(steps.batches(handed)))
+    last = steps[len(alone) - 2]  # the last item: the two steps left
+    assert len(last) == 2 and _equal(list(steps.batches(last))[-1], alone[-1])
+
+
+def test_a_worker_hands_over_about_item_bytes_of_windows_at_a_time(prefixes, tmp_path, monkeypatch):
+    """An item holds the windows of as many steps as fit in ITEM_BYTES (at least one, at most STEPS_PER_ITEM),
+    so a batch that is one item's worth alone crosses alone, and workers with such items give the same batches."""
+    from helpers.loading import loader as loading
+
+    arguments = dict(data_path=[prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=4, seed=5,
+                     cache_dir=tmp_path / "cache")
+    alone = list(make_dataloader(**arguments))
+    step_bytes = 4 * 33 * IndexedDataset(prefixes["literature"]).dtype.itemsize
+    for item_bytes, per_item in ((step_bytes - 1, 1), (2 * step_bytes + 1, 2), (100 * step_bytes, STEPS_PER_ITEM)):
+        monkeypatch.setattr(loading, "ITEM_BYTES", item_bytes)
+        source = make_dataloader(**arguments).source
+        assert loading._StepWindows(source, 4, 0, 1, items_ahead=3).per_item == per_item
+        with_workers = list(make_dataloader(num_workers=2, **arguments))
+        assert len(with_workers) == len(alone) and all(_equal(a, b) for a, b in zip(with_workers, alone))
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["one prefix", "blend"])

@@ -12,8 +12,8 @@
 A batch is a pure function of (data, seed, step): at step k, rank r of W ranks with per-rank batch B
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
-Batches are counted as they are handed out, not as workers prefetch them. A worker hands over a batch's
-token windows in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors' bytes: the dearest
+Batches are counted as they are handed out, not as workers prefetch them. A worker hands over the token windows
+of a few steps at a time (`ITEM_BYTES`), in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors' bytes: the dearest
 part of a worker's batch is its trip to the main process), through memory they share, and the main process lays
 them out.
 """
@@ -55,6 +55,11 @@ if not log.handlers:  # say where the data comes from even when the application 
     log.propagate = False
 
 STATE_VERSION = 3  # 3: a mix keeps its schedule's steps in samples
+# A worker hands over the windows of consecutive steps in one item of about this many bytes (at most
+# STEPS_PER_ITEM steps): each item costs the worker and the main process a round of the DataLoader's queues,
+# pipes and threads (measured on 2 cores beside the layout: more than the gather of a 32 x 2,048 batch itself).
+ITEM_BYTES = 1 << 20
+STEPS_PER_ITEM = 4
 
 
 class _StepBatches(torch.utils.data.Dataset):
@@ -80,34 +85,42 @@ class _StepBatches(torch.utils.data.Dataset):
 
 
 class _StepWindows(_StepBatches):
-    """What a worker hands over at step k: the number of a slot of memory it shares with the main process, into
-    which it wrote the batch's token windows in the data's own dtype, laid out by `Source.finish` in the main
-    process; a batch that is not windows (packed rows) whole. Only a small number crosses the worker's pipe: a
-    torch tensor would be moved into shared memory of its own, and the main process would connect to the worker
-    to receive its file descriptor and map it, batch after batch; a numpy array would be pickled through the pipe
-    and copied twice. The slots are made before the workers start, twice as many as the DataLoader can have
-    asked for at once (`prefetch_factor` per worker), so the slot of step k is written again only for step
-    k + slots, asked for after the main process has laid out step k + slots / 2, long after step k."""
+    """What a worker hands over for the `per_item` steps from step k (one item of the DataLoader): for each, the
+    number of a slot of memory it shares with the main process, into which it wrote the batch's token windows in
+    the data's own dtype, laid out by `Source.finish` in the main process; a batch that is not windows (packed
+    rows) whole, one step an item. Only small numbers cross the worker's pipe: a torch tensor would be moved into
+    shared memory of its own, and the main process would connect to the worker to receive its file descriptor and
+    map it, batch after batch; a numpy array would be pickled through the pipe and copied twice. The slots are made
+    before the workers start, twice as many as the items the DataLoader can have asked for at once
+    (`prefetch_factor` per worker) hold steps, so the slot of step k is written again only for step k + slots,
+    asked for after the main process has laid out step k + slots / 2, long after step k."""
 
-    def __init__(self, source: Source, batch_size: int, rank: int, world_size: int, slots: int):
+    def __init__(self, source: Source, batch_size: int, rank: int, world_size: int, items_ahead: int):
         super().__init__(source, batch_size, rank, world_size)
-        self.slots, self.memory = slots, None
+        self.memory, self.per_item = None, 1
         one = source.windows(self.sample_ids(0)[:1])  # a window's width and dtype (None: rows that are not windows)
         if one is not None:
             self.dtype, self.width = one.dtype, one.shape[1]
-            self.memory = torch.empty(slots * batch_size * one.nbytes, dtype=torch.uint8).share_memory_()
+            self.per_item = max(1, min(STEPS_PER_ITEM, ITEM_BYTES // (batch_size * one.nbytes)))
+            self.slots = 2 * items_ahead * self.per_item
+            self.memory = torch.empty(self.slots * batch_size * one.nbytes, dtype=torch.uint8).share_memory_()
 
     def slot(self, number: int) -> np.ndarray:
         """Slot `number`: one step's `[batch_size, seq_length + 1]` windows, in the shared memory."""
         return self.memory.numpy().view(self.dtype).reshape(self.slots, self.batch_size, self.width)[number]
 
-    def __getitem__(self, step: int):
-        sample_ids = self.checked_sample_ids(step)
+    def __getitem__(self, first: int) -> list:
+        steps = range(first, min(first + self.per_item, len(self)))
         if self.memory is None:
-            return self.source.batch(sample_ids)
-        number = step % self.slots
-        self.slot(number)[...] = self.source.windows(sample_ids)
-        return number
+            return [self.source.batch(self.checked_sample_ids(step)) for step in steps]
+        for step in steps:
+            self.slot(step % self.slots)[...] = self.source.windows(self.checked_sample_ids(step))
+        return [step % self.slots for step in steps]
+
+    def batches(self, item: list):
+        """The batches of one handed item, in order: slots laid out here, whole batches as they came."""
+        for handed in item:
+            yield self.source.finish(self.slot(handed)) if isinstance(handed, int) else handed
 
 
 def _as_handed(batch):
@@ -156,15 +169,15 @@ class TokenBatches:
         if self.num_workers:
             prefetch = 2 if self.prefetch_factor is None else int(self.prefetch_factor)  # None: torch's default
             handed = _StepWindows(self.source, self.batch_size, self.rank, self.world_size,
-                                  slots=2 * self.num_workers * prefetch)
-            loader = torch.utils.data.DataLoader(
-                handed, batch_size=None, sampler=range(self.step, len(self.steps)), num_workers=self.num_workers,
-                collate_fn=_as_handed, prefetch_factor=prefetch, persistent_workers=False)
+                                  items_ahead=self.num_workers * prefetch)
+            items = torch.utils.data.DataLoader(
+                handed, batch_size=None, sampler=range(self.step, len(self.steps), handed.per_item),
+                num_workers=self.num_workers, collate_fn=_as_handed, prefetch_factor=prefetch,
+                persistent_workers=False)
+            loader = (batch for item in items for batch in handed.batches(item))
         else:  # in this process: nothing for a DataLoader to add
             loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
-            if isinstance(batch, int):
-                batch = self.source.finish(handed.slot(batch))
             if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
                 batch = {key: value.pin_memory() for key, value in batch.items()}
             self.step += 1
