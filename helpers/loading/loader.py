@@ -13,9 +13,9 @@ A batch is a pure function of (data, seed, step): at step k, rank r of W ranks w
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
 Batches are counted as they are handed out, not as workers prefetch them. A worker hands over the token windows
-of a few steps at a time (`ITEM_BYTES`), in the data's own dtype (for 4-byte ids an eighth of the four int64 tensors' bytes: the dearest
-part of a worker's batch is its trip to the main process), through memory they share, and the main process lays
-them out.
+of a few steps at a time (`ITEM_BYTES`), in the data's own dtype (for 4-byte ids a sixth of the three int64
+tensors' bytes the layout writes: the dearest part of a worker's batch is its trip to the main process), through
+memory they share, and the main process lays them out.
 """
 
 from __future__ import annotations
