@@ -44,9 +44,10 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 @jit(cache=True, nogil=True)
 def layout_row(window, layout, out, i):  # pragma: no cover - compiled
     """Row `i` of `out[0..3]` (input_ids, labels, position_ids, document_ids; position_ids only with reset
-    positions) from one window of S+1 tokens (any int dtype). `layout`: (EOD id or -1 for none, reset positions, mask EOD loss); a document starts after each
-    EOD. Each tensor's row in a loop of its own, without a branch in the common case, so that each loop is a
-    straight widening copy or count the compiler vectorises (one loop writing all four is about 1.6 times
+    positions) from one window of S+1 tokens (any int dtype). `layout`: (EOD id or -1 for none, reset positions,
+    mask EOD loss); a document starts after each EOD. Each tensor's row in a loop of its own, without a branch in
+    the common case, so that each loop is a straight widening copy or count the compiler vectorises (one loop
+    writing all four is about 1.6 times
     slower)."""
     eod, reset_positions, mask_eod_loss = layout
     length = out.shape[2]
