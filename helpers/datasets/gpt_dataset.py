@@ -102,14 +102,19 @@ def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compil
 
 
 @jit(cache=True, nogil=True)
-def _gather_layout(tokens, samples, rows, indices, layout, out):  # pragma: no cover - compiled
-    """Rows `rows[i]` of `out[0..3]` laid out (`layout_row`) from the window of sample `samples[i]`, each
-    window gathered into one small row that stays in the core's cache rather than into a batch of windows
-    written out and read again. `layout`: (EOD id or -1, reset positions, mask EOD loss)."""
+def _gather_layout(tokens, order, sample_ids, rows, indices, layout, out):  # pragma: no cover - compiled
+    """Rows `rows[i]` of `out[0..3]` laid out (`layout_row`) from the window of sample `order[sample_ids[i]]`,
+    each window gathered into one small row that stays in the core's cache rather than into a batch of windows
+    written out and read again. `layout`: (EOD id or -1, reset positions, mask EOD loss). Returns -1, or the
+    place of the first sample id outside `order`, before anything is written (the caller names it)."""
+    for i in range(sample_ids.size):
+        if sample_ids[i] < 0 or sample_ids[i] >= order.size:
+            return i
     window = np.empty(out.shape[2] + 1, dtype=tokens.dtype)
-    for i in range(samples.size):
-        _gather_row(tokens, samples[i], indices, window)
+    for i in range(sample_ids.size):
+        _gather_row(tokens, order[sample_ids[i]], indices, window)
         layout_row(window, layout, out, rows[i])
+    return -1
 
 
 def _gather_windows_numpy(tokens, samples, indices, out):
@@ -393,8 +398,11 @@ class GPTDataset(torch.utils.data.Dataset):
         `windows()` without writing the windows out: for batches the compiled loops pay for)."""
         c = self.config
         layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
-        _gather_layout(self.dataset.tokens, self._shuffled(sample_ids), rows=np.asarray(rows, dtype=np.int64),
-                       indices=self._indices(), layout=layout, out=out)
+        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        order = self.shuffle_index[:len(self)]  # the shuffled samples, looked up and checked in the loop
+        if _gather_layout(self.dataset.tokens, order, sample_ids, np.asarray(rows, dtype=np.int64), self._indices(),
+                          layout, out) >= 0:
+            self._shuffled(sample_ids)  # says which samples are out of range
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""

@@ -133,10 +133,9 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
 def batch_of(block: np.ndarray, reset_positions: bool) -> dict[str, torch.Tensor]:
     """The batch whose tensors are `block[0..3]` (`[4, B, S]` int64, laid out); without `reset_positions` the
     positions, 0..S-1 on every row, are one row of this batch's own seen by every row (`shared_positions`)."""
-    batch = {key: torch.from_numpy(block[k]) for k, key in enumerate(BATCH_KEYS) if reset_positions or k != 2}
-    if not reset_positions:
-        batch["position_ids"] = shared_positions(block.shape[1], block.shape[2])
-    return {key: batch[key] for key in BATCH_KEYS}
+    positions = torch.from_numpy(block[2]) if reset_positions else shared_positions(block.shape[1], block.shape[2])
+    return {"input_ids": torch.from_numpy(block[0]), "labels": torch.from_numpy(block[1]), "position_ids": positions,
+            "document_ids": torch.from_numpy(block[3])}  # BATCH_KEYS, in order
 
 
 def shared_positions(rows: int, length: int) -> torch.Tensor:
