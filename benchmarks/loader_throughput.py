@@ -19,9 +19,10 @@ Without a prefix, the workshop corpus is tokenized into a temporary folder first
 pretrains), on the same tokens written by `litdata.optimize`, its batches turned into int64 inputs and
 targets as litgpt does; ours on the same tokens as `.bin/.idx`, as one `.npy` and as shards (all four
 layout tensors); and the copy limit (one gather of the batch's windows into int64 from the mapped
-tokens). These run through each loader's own iteration: idle and beside the busy process with no
-workers, and idle with 2 workers; then a new process's seconds to its first batch, imports included, ours and
-LitData's. LitData is not a dependency of the package:
+tokens), measured right before ours and ours on a fixed blend of the prefix twice, so that each round's
+ratio to it compares one moment of the machine (the median of those ratios is the last line). These run
+through each loader's own iteration: idle and beside the busy process with no workers, and idle with 2
+workers; then a new process's seconds to its first batch, imports included, ours and LitData's. LitData is not a dependency of the package:
 `pip install --no-deps litdata==0.2.76` and `pip install lightning-utilities filelock obstore boto3 tifffile`
 (its full install replaces torch).
 """
@@ -58,7 +59,7 @@ from helpers.datasets.sidecar import data_facts  # noqa: E402
 from helpers.loading.loader import make_dataloader  # noqa: E402
 from helpers.preprocess import preprocess  # noqa: E402
 
-OURS = "ours (vectorised gather, numpy batch)"
+OURS = "ours (one prefix, gathered and laid out compiled)"
 SCHEDULED = "ours, a 10-phase schedule over the prefix twice"
 BLENDED = "ours, a fixed blend of the prefix twice (0.5, 0.5)"
 
@@ -187,7 +188,8 @@ def litdata_table(prefix: str, args, work: Path) -> None:
                                    drop_last=True, seed=args.seed)
         return litgpt_batches(StreamingDataLoader(dataset, batch_size=B, num_workers=workers), S)
 
-    rows = []
+    limit, mine, blend = "copy limit (one gather into int64)", "ours, .bin/.idx", "ours, .bin/.idx, a fixed blend"
+    rows, paired = [], {}
     for condition, workers, busy in (("idle, no workers", 0, False), ("beside one busy process, no workers", 0, True),
                                      ("2 workers", 2, False)):
         rounds: dict[str, list[float]] = {}
@@ -195,12 +197,17 @@ def litdata_table(prefix: str, args, work: Path) -> None:
             for _ in range(args.rounds):  # the loaders in turn, round after round: a slow moment hits all
                 rounds.setdefault("LitData (TokensLoader, litgpt's int64 inputs/targets)", []).append(
                     iteration_rate(theirs(workers), count, B))
+                if workers == 0:  # right before ours, so that each round's ratio compares the same moment
+                    rounds.setdefault(limit, []).append(
+                        iteration_rate(copy_limit_batches(prefix, B, S, args.seed), count, B))
+                    rounds.setdefault(blend, []).append(iteration_rate(ours(["0.5", prefix, "0.5", prefix], 0), count,
+                                                                       B))
                 for name, data_path in formats.items():
                     rounds.setdefault(f"ours, {name}", []).append(iteration_rate(ours(data_path, workers), count, B))
-                if workers == 0:
-                    rounds.setdefault("copy limit (one gather into int64)", []).append(
-                        iteration_rate(copy_limit_batches(prefix, B, S, args.seed), count, B))
         rows.append((condition, {name: statistics.median(rates) for name, rates in rounds.items()}))
+        if workers == 0:
+            paired[condition] = {name: statistics.median(a / b for a, b in zip(rounds[name], rounds[limit]))
+                                 for name in (mine, blend)}
     print(f"\nsamples/s, batches of {B} x {S}, through each loader's iteration ({count} batches after one), "
           f"median of {args.rounds} rounds")
     for condition, measured in rows:
@@ -208,10 +215,10 @@ def litdata_table(prefix: str, args, work: Path) -> None:
         print(condition)
         for name, value in measured.items():
             print(f"  {name:<60} {value:10,.0f} samples/s  ratio to LitData {value / litdata:5.2f}")
-    (_, idle), (_, busy), (_, workers) = rows
-    mine, limit = "ours, .bin/.idx", "copy limit (one gather into int64)"
-    print(f"ours (.bin/.idx) / the copy limit: {idle[mine] / idle[limit]:.2f} idle, {busy[mine] / busy[limit]:.2f} "
-          f"beside a busy process; with 2 workers / with none: {workers[mine] / idle[mine]:.2f}")
+    (_, idle), _, (_, workers) = rows
+    print("ours / the copy limit (the median of each round's ratio): " + "; ".join(
+        f"{condition.split(',')[0]}: one prefix {ratios[mine]:.2f}, a fixed blend {ratios[blend]:.2f}"
+        for condition, ratios in paired.items()) + f"; with 2 workers / with none: {workers[mine] / idle[mine]:.2f}")
     first_batch_table(prefix, folder, args)
 
 
@@ -265,7 +272,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--h100-tokens-per-s", type=float, default=None,
                         help="tokens/s a training run consumes, to compare with")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of the LitData table (its median is shown)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the LitData table (its median is shown)")
     parser.add_argument("--litdata", action="store_true", help="add LitData and the copy limit (see above)")
     parser.add_argument("--only-litdata", action="store_true", help="only the LitData table")
     parser.add_argument("--copies", type=int, default=4,
