@@ -336,6 +336,21 @@ def test_every_source_resumes_with_the_next_batches_and_another_global_batch(pre
         odd.load_state_dict(state)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("reset", [False, True])
+def test_pinned_batches_are_contiguous_page_locked_copies_of_the_batches(prefixes, tmp_path, reset):
+    """With pin_memory (the default where CUDA is), every tensor of a batch is a contiguous page-locked copy, the
+    positions every row views included, and the GPU gets the same values."""
+    arguments = dict(data_path=[prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=4, seed=5,
+                     cache_dir=tmp_path / "cache", reset_position_ids=reset, eod_id=EOD)
+    plain = list(make_dataloader(pin_memory=False, **arguments))
+    for batch, expected in zip(make_dataloader(pin_memory=True, **arguments), plain, strict=True):
+        assert all(value.is_pinned() and value.is_contiguous() for value in batch.values())
+        assert _equal(batch, expected)
+        assert _equal({key: value.to("cuda", non_blocking=True).cpu() for key, value in batch.items()}, expected)
+
+
 @pytest.mark.parametrize("kind", ["megatron", "npy", "shards", "packed"])
 def test_workers_hand_over_windows_in_the_datas_dtype_and_give_the_same_batches(prefixes, tmp_path, kind):
     """With workers, a step's token windows reach the main process in the data's own dtype (4 bytes for Llama 3:

@@ -123,6 +123,13 @@ class _StepWindows(_StepBatches):
             yield self.source.finish(self.slot(handed)) if isinstance(handed, int) else handed
 
 
+def pinned(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of `tensor` in page-locked memory, which the GPU copies from without the host waiting: one
+    write, as `Tensor.pin_memory` makes, whatever the strides (positions that every row views, `shared_positions`,
+    become rows of their own on the way)."""
+    return torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True).copy_(tensor)
+
+
 def _as_handed(batch):
     """The DataLoader's collate function: what a worker hands over, as it is."""
     return batch
@@ -179,7 +186,7 @@ class TokenBatches:
             loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
             if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
-                batch = {key: value.pin_memory() for key, value in batch.items()}
+                batch = {key: pinned(value) for key, value in batch.items()}
             self.step += 1
             yield batch
 
