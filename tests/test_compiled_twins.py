@@ -96,11 +96,11 @@ def test_the_gather_and_layout_in_one_go(seed, documents, seq_length, rows, eod,
     twin, compiled = (np.full((4, rows, seq_length), -7, dtype=np.int64) for _ in range(2))
     layout._fill_layout_numpy(windows, eod, reset, mask, twin)
     order = rng.permutation(count).astype(np.uint32)  # a shuffle, looked up by the loop
-    assert gpt_dataset._gather_layout(tokens, order, np.argsort(order)[samples], places, indices, (eod, reset, mask),
-                                      compiled) == -1
+    assert gpt_dataset._gather_layout(tokens, order, np.argsort(order)[samples], rows=places, indices=indices,
+                                      layout=(eod, reset, mask), out=compiled) == -1
     np.testing.assert_array_equal(twin, compiled[:, places])
-    assert gpt_dataset._gather_layout(tokens, order, np.array([0, count, -1]), places[:3], indices,
-                                      (eod, reset, mask), compiled) == 1, "the first sample out of range"
+    assert gpt_dataset._gather_layout(tokens, order, np.array([0, count, -1]), rows=places[:3], indices=indices,
+                                      layout=(eod, reset, mask), out=compiled) == 1, "the first sample out of range"
 
 
 weights = st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 1.0]), min_size=1, max_size=4).filter(

@@ -400,8 +400,8 @@ class GPTDataset(torch.utils.data.Dataset):
         layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         order = self.shuffle_index[:len(self)]  # the shuffled samples, looked up and checked in the loop
-        if _gather_layout(self.dataset.tokens, order, sample_ids, np.asarray(rows, dtype=np.int64), self._indices(),
-                          layout, out) >= 0:
+        if _gather_layout(self.dataset.tokens, order, sample_ids, rows=np.asarray(rows, dtype=np.int64),
+                          indices=self._indices(), layout=layout, out=out) >= 0:
             self._shuffled(sample_ids)  # says which samples are out of range
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
