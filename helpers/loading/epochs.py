@@ -60,11 +60,9 @@ class EpochOrder:
         """`[n, seq_length + 1]` token windows of this dataset's samples `numbers` (in its own order); `compiled`
         as `GPTDataset.windows` takes it."""
         numbers = np.asarray(numbers, dtype=np.int64)
-        if numbers.size:
-            first, last = int(numbers.min()) // self.per_epoch, int(numbers.max()) // self.per_epoch
-            if first == last:  # the usual case: a batch within one epoch
-                return self.epoch(first).windows(numbers - first * self.per_epoch if first else numbers, dtype,
-                                                 compiled)
+        one = self._within_one_epoch(numbers)
+        if one is not None:
+            return self.epoch(one[0]).windows(one[1], dtype, compiled)
         epochs, within = np.divmod(numbers, self.per_epoch)
         out = BATCH_BLOCKS.block((numbers.size, self.config.seq_length + 1), dtype)
         for e in np.unique(epochs):
@@ -76,13 +74,24 @@ class EpochOrder:
         """Rows `rows` of `out` (`[4, B, seq_length]`) = this dataset's samples `numbers` laid out, compiled
         (`GPTDataset.lay_out`), each epoch's from its own order."""
         numbers = np.asarray(numbers, dtype=np.int64)
-        epochs, within = np.divmod(numbers, self.per_epoch)
-        if numbers.size and epochs.min() == epochs.max():  # the usual case: a batch within one epoch
-            self.epoch(int(epochs[0])).lay_out(within, rows, out)
+        one = self._within_one_epoch(numbers)
+        if one is not None:
+            self.epoch(one[0]).lay_out(one[1], rows, out)
             return
+        epochs, within = np.divmod(numbers, self.per_epoch)
         for e in np.unique(epochs):
             chosen = epochs == e
             self.epoch(int(e)).lay_out(within[chosen], rows[chosen], out)
+
+    def _within_one_epoch(self, numbers: np.ndarray) -> tuple[int, np.ndarray] | None:
+        """(epoch, the samples' numbers within it) when samples `numbers` all lie in one epoch, the usual batch;
+        None otherwise."""
+        if not numbers.size:
+            return None
+        first, last = int(numbers.min()) // self.per_epoch, int(numbers.max()) // self.per_epoch
+        if first != last:
+            return None
+        return first, numbers - first * self.per_epoch if first else numbers
 
     def documents_seen(self, consumed: int) -> np.ndarray:
         """For each document of the split, in how many epochs samples 0..consumed-1 held any of its tokens."""
