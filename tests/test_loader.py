@@ -340,8 +340,8 @@ def test_every_source_resumes_with_the_next_batches_and_another_global_batch(pre
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("reset", [False, True])
 def test_pinned_batches_are_contiguous_page_locked_copies_of_the_batches(prefixes, tmp_path, reset):
-    """With pin_memory (the default where CUDA is), every tensor of a batch is a contiguous page-locked copy, the
-    positions every row views included, and the GPU gets the same values."""
+    """With pin_memory (the default where CUDA is), every tensor of a batch is a contiguous page-locked copy, and
+    the GPU gets the same values."""
     arguments = dict(data_path=[prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=4, seed=5,
                      cache_dir=tmp_path / "cache", reset_position_ids=reset, eod_id=EOD)
     plain = list(make_dataloader(pin_memory=False, **arguments))

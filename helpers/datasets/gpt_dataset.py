@@ -412,7 +412,7 @@ class GPTDataset(torch.utils.data.Dataset):
             return from_windows(self.windows(sample_ids), c.eod_id, c.reset_position_ids, c.eod_mask_loss)
         block = BATCH_BLOCKS.block((4, sample_ids.size, self.seq_length))
         self.lay_out(sample_ids, np.arange(sample_ids.size), block)
-        return batch_of(block, c.reset_position_ids)
+        return batch_of(block)
 
     def documents_seen(self, sample_ids) -> np.ndarray:
         """For each sequence of the split (in order), how many times samples `sample_ids` (after shuffling) hold

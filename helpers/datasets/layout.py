@@ -9,10 +9,6 @@ A batch is a dict of int64 tensors, all `[batch, seq_length]`:
 | `position_ids` | rotary positions: `0..S-1`, or restarting at every document when asked |
 | `document_ids` | which document of the row each token belongs to (0, 1, ...); -1 = padding |
 
-Without reset positions every row's `position_ids` are 0..S-1: one row in memory that every row of the batch views
-(`shared_positions`, a quarter of the batch's bytes not written); the other tensors are contiguous, each with its
-own storage.
-
 One mask convention, SDPA's: a boolean attention mask is True where a query **may attend** a key.
 Masks and variable-length boundaries are derived from `document_ids` (`attention_mask`,
 `varlen_boundaries`), never stored beside it. Megatron's own convention (True = masked) is its
@@ -43,11 +39,10 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 
 @jit(cache=True, nogil=True)
 def layout_row(window, layout, out, i):  # pragma: no cover - compiled
-    """Row `i` of `out[0..3]` (input_ids, labels, position_ids, document_ids; position_ids only with reset
-    positions) from one window of S+1 tokens (any int dtype). `layout`: (EOD id or -1 for none, reset positions,
-    mask EOD loss); a document starts after each EOD. Each tensor's row in a loop of its own, without a branch in
-    the common case, so that each loop is a straight widening copy or count the compiler vectorises (one loop
-    writing all four is about 1.6 times
+    """Row `i` of `out[0..3]` (input_ids, labels, position_ids, document_ids) from one window of S+1 tokens (any
+    int dtype). `layout`: (EOD id or -1 for none, reset positions, mask EOD loss); a document starts after each
+    EOD. Each tensor's row in a loop of its own, without a branch in the common case, so that each loop is a
+    straight widening copy or count the compiler vectorises (one loop writing all four is about 1.6 times
     slower)."""
     eod, reset_positions, mask_eod_loss = layout
     length = out.shape[2]
@@ -60,12 +55,15 @@ def layout_row(window, layout, out, i):  # pragma: no cover - compiled
     for j in range(length):
         documents[j] = document
         document += window[j] == eod
-    if reset_positions:  # otherwise every row's positions are 0..S-1, which `batch_of` gives without writing them
+    if reset_positions:
         start = 0
         for j in range(length):
             positions[j] = j - start
             if window[j] == eod:
                 start = j + 1
+    else:
+        for j in range(length):
+            positions[j] = j
     if mask_eod_loss:
         for j in range(length):
             if window[j] == eod:
@@ -93,7 +91,8 @@ def _fill_layout_numpy(windows, eod, reset_positions, mask_eod_loss, out):
     np.cumsum(is_eod, axis=1, out=document_ids)
     document_ids -= is_eod
     if not reset_positions or length == 0:
-        return  # 0..S-1 on every row: `batch_of`'s
+        position_ids[...] = np.arange(length)
+        return
     after_eod = np.maximum.accumulate(np.where(is_eod, np.arange(1, length + 1), 0), axis=1)
     position_ids[:, 0] = 0
     np.subtract(np.arange(1, length), after_eod[:, :-1], out=position_ids[:, 1:])
@@ -112,8 +111,7 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     batch: `helpers.common.compiled`), one thread, into one recycled block (`batch_memory`): torch's copies run on
     every core, and on a node whose cores are busy (other ranks, DataLoader workers) their threads wait for
     each other; fresh memory costs a page fault per 4 KB.
-    `input_ids`, `labels` and `document_ids` are contiguous, each with its own storage; so are `position_ids`
-    with `reset_position_ids`, and without it they are `shared_positions`.
+    Each tensor is contiguous and has its own storage.
     """
     if eod_mask_loss and eod_id is None:
         raise ValueError("eod_mask_loss needs the EOD id")
@@ -127,22 +125,13 @@ def from_windows(windows, eod_id: int | None, reset_position_ids: bool = False,
     fill = _fill_layout if compiled_pays(windows.size, BATCH_TOKENS) else _fill_layout_numpy
     fill(windows, -1 if eod_id is None else int(eod_id), reset_positions=reset_position_ids,
          mask_eod_loss=eod_mask_loss, out=block)
-    return batch_of(block, reset_position_ids)
+    return batch_of(block)
 
 
-def batch_of(block: np.ndarray, reset_positions: bool) -> dict[str, torch.Tensor]:
-    """The batch whose tensors are `block[0..3]` (`[4, B, S]` int64, laid out); without `reset_positions` the
-    positions, 0..S-1 on every row, are one row of this batch's own seen by every row (`shared_positions`)."""
-    positions = torch.from_numpy(block[2]) if reset_positions else shared_positions(block.shape[1], block.shape[2])
-    return {"input_ids": torch.from_numpy(block[0]), "labels": torch.from_numpy(block[1]), "position_ids": positions,
-            "document_ids": torch.from_numpy(block[3])}  # BATCH_KEYS, in order
-
-
-def shared_positions(rows: int, length: int) -> torch.Tensor:
-    """`[rows, length]` positions 0..length-1, one row of this batch's own that every row views (`expand`): a
-    batch's constant positions cost no write (a quarter of a batch's bytes otherwise). torch refuses to write into
-    the whole tensor in place (one element seen at several places); `.clone()` gives a copy to change."""
-    return torch.from_numpy(np.arange(length, dtype=np.int64)).expand(rows, length)
+def batch_of(block: np.ndarray) -> dict[str, torch.Tensor]:
+    """The batch whose four tensors are `block[0..3]` (`[4, B, S]` int64, laid out)."""
+    return {"input_ids": torch.from_numpy(block[0]), "labels": torch.from_numpy(block[1]),
+            "position_ids": torch.from_numpy(block[2]), "document_ids": torch.from_numpy(block[3])}  # BATCH_KEYS
 
 
 def attention_mask(document_ids: torch.Tensor) -> torch.Tensor:

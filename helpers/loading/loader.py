@@ -13,9 +13,9 @@ A batch is a pure function of (data, seed, step): at step k, rank r of W ranks w
 gets samples `k·W·B + r·B + b`, b < B. So W ranks at step k together hold the one-rank batch of size
 W·B at step k, a run resumes on another number of GPUs, and nothing is replayed to resume.
 Batches are counted as they are handed out, not as workers prefetch them. A worker hands over the token windows
-of a few steps at a time (`ITEM_BYTES`), in the data's own dtype (for 4-byte ids a sixth of the three int64
-tensors' bytes the layout writes: the dearest part of a worker's batch is its trip to the main process), through
-memory they share, and the main process lays them out.
+of a few steps at a time (`ITEM_BYTES`), in the data's own dtype (for 4-byte ids an eighth of the four int64
+tensors' bytes: the dearest part of a worker's batch is its trip to the main process), through memory they
+share, and the main process lays them out.
 """
 
 from __future__ import annotations
@@ -123,13 +123,6 @@ class _StepWindows(_StepBatches):
             yield self.source.finish(self.slot(handed)) if isinstance(handed, int) else handed
 
 
-def pinned(tensor: torch.Tensor) -> torch.Tensor:
-    """A contiguous copy of `tensor` in page-locked memory, which the GPU copies from without the host waiting: one
-    write, as `Tensor.pin_memory` makes, whatever the strides (positions that every row views, `shared_positions`,
-    become rows of their own on the way)."""
-    return torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True).copy_(tensor)
-
-
 def _as_handed(batch):
     """The DataLoader's collate function: what a worker hands over, as it is."""
     return batch
@@ -186,7 +179,7 @@ class TokenBatches:
             loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
             if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
-                batch = {key: pinned(value) for key, value in batch.items()}
+                batch = {key: value.pin_memory() for key, value in batch.items()}
             self.step += 1
             yield batch
 

@@ -230,7 +230,7 @@ class ScheduledSource(Source):
             for k in np.unique(columns):
                 chosen = columns == k
                 self.orders[int(k)].lay_out(numbers[chosen], rows[chosen], block)
-        return batch_of(block, self.config.reset_position_ids)
+        return batch_of(block)
 
     def cut(self) -> dict:
         """How samples are cut from each dataset: what `python -m helpers.audit ledger` needs to open them again."""
