@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import logging
 import math
 import os
@@ -19,7 +20,7 @@ from helpers.common.errors import DataNotFoundError, UserError
 from helpers.datasets.blending import build_datasets
 from helpers.datasets.formats import indexed_to_npy, indexed_to_shards
 from helpers.datasets.indexed import IndexedDataset
-from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX
+from helpers.datasets.layout import BATCH_KEYS, IGNORE_INDEX, batch_of
 from helpers.loading.loader import STEPS_PER_ITEM, make_dataloader, samples_for_transformers
 from helpers.loading.settings import LoaderSettings
 from helpers.preprocess import preprocess
@@ -87,6 +88,52 @@ def test_resume_yields_exactly_the_next_batches(prefixes, tmp_path, workers):
     rest = list(resumed)
     assert len(rest) == len(reference) - 7
     assert all(_equal(a, b) for a, b in zip(rest, reference[7:]))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_iteration_left_open_refuses_its_next_batch_once_another_has_begun(prefixes, tmp_path, workers):
+    """Two iterations read at once would hand out the same batches and count each twice in the state: the older
+    one refuses in one line; a new loop after a stopped one goes on where it stopped, as does one after a resume."""
+    arguments = dict(data_path=_blend(prefixes), split="90,10,0", seq_length=32, batch_size=3, num_samples=60,
+                     cache_dir=tmp_path, num_workers=workers)
+    reference = list(make_dataloader(**arguments))
+    loader = make_dataloader(**arguments)
+    older, newer = iter(loader), iter(loader)
+    assert _equal(next(older), reference[0]) and _equal(next(newer), reference[1])
+    with pytest.raises(UserError, match="iterated again") as refused:
+        next(older)
+    assert "\n" not in str(refused.value) and "fix:" in str(refused.value)
+    assert _equal(next(newer), reference[2]) and loader.state_dict()["samples_consumed"] == 3 * 3
+    state = loader.state_dict()
+    loader.load_state_dict(state)  # a resume ends the iteration still open too
+    with pytest.raises(UserError, match="iterated again"):
+        next(newer)
+    assert all(_equal(a, b) for a, b in zip(loader, reference[3:], strict=True))
+
+
+@pytest.mark.parametrize("ids, rows, shape, error, says", [
+    ([0, 10**9], [0, 1], (4, 2, 32), IndexError, "samples 0..1000000000 out of range"),
+    ([-1, 0], [0, 1], (4, 2, 32), IndexError, "samples -1..0 out of range"),
+    ([0, 1], [0, 2], (4, 2, 32), IndexError, "rows 0..2 out of range for the 2 rows of out"),
+    ([0, 1], [-1, 0], (4, 2, 32), IndexError, "rows -1..0 out of range"),
+    ([0, 1], [0], (4, 2, 32), ValueError, "1 rows for 2 samples"),
+    ([0, 1], [0, 1], (3, 2, 32), ValueError, "it must be int64 [4, B, 32]"),
+    ([0, 1], [0, 1], (4, 2, 16), ValueError, "it must be int64 [4, B, 32]"),
+])
+def test_a_layout_asked_outside_its_samples_or_its_block_is_refused_before_a_write(prefixes, tmp_path, ids, rows,
+                                                                                     shape, error, says):
+    """The compiled gather-and-layout writes straight into the block: what lies outside the samples or the block is
+    refused first, and the block is left as it was."""
+    loader = make_dataloader([prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=2, seed=5,
+                             cache_dir=tmp_path)
+    dataset = loader.source.orders[0].epoch(0)
+    block = np.full(shape, -7, dtype=np.int64)
+    with pytest.raises(error, match=re.escape(says)):
+        dataset.lay_out(np.array(ids), np.array(rows), block)
+    assert (block == -7).all()
+    block = np.full((4, 2, 32), -7, dtype=np.int64)
+    dataset.lay_out(np.array([0, 1]), np.array([1, 0]), block)
+    assert _equal(batch_of(block[:, ::-1].copy()), loader.batch_at(0))
 
 
 def test_ranks_together_equal_one_rank_with_the_global_batch(prefixes, tmp_path):

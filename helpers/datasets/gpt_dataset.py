@@ -106,9 +106,10 @@ def _gather_layout(tokens, order, sample_ids, rows, indices, layout, out):  # pr
     """Rows `rows[i]` of `out[0..3]` laid out (`layout_row`) from the window of sample `order[sample_ids[i]]`,
     each window gathered into one small row that stays in the core's cache rather than into a batch of windows
     written out and read again. `layout`: (EOD id or -1, reset positions, mask EOD loss). Returns -1, or the
-    place of the first sample id outside `order`, before anything is written (the caller names it)."""
+    place of the first sample id outside `order` or row outside `out`, before anything is written (the caller
+    names it)."""
     for i in range(sample_ids.size):
-        if sample_ids[i] < 0 or sample_ids[i] >= order.size:
+        if sample_ids[i] < 0 or sample_ids[i] >= order.size or rows[i] < 0 or rows[i] >= out.shape[1]:
             return i
     window = np.empty(out.shape[2] + 1, dtype=tokens.dtype)
     for i in range(sample_ids.size):
@@ -398,11 +399,16 @@ class GPTDataset(torch.utils.data.Dataset):
         `windows()` without writing the windows out: for batches the compiled loops pay for)."""
         c = self.config
         layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
-        sample_ids = np.asarray(sample_ids, dtype=np.int64)
+        sample_ids, rows = np.asarray(sample_ids, dtype=np.int64), np.asarray(rows, dtype=np.int64)
+        if out.shape[0] != 4 or out.shape[2:] != (self.seq_length,) or out.dtype != np.int64 or \
+                rows.shape != sample_ids.shape:
+            raise ValueError(f"out is {out.dtype} {list(out.shape)} with {rows.size} rows for {sample_ids.size} "
+                             f"samples; it must be int64 [4, B, {self.seq_length}], one row per sample")
         order = self.shuffle_index[:len(self)]  # the shuffled samples, looked up and checked in the loop
-        if _gather_layout(self.dataset.tokens, order, sample_ids, rows=np.asarray(rows, dtype=np.int64),
-                          indices=self._indices(), layout=layout, out=out) >= 0:
-            self._shuffled(sample_ids)  # says which samples are out of range
+        if _gather_layout(self.dataset.tokens, order, sample_ids, rows=rows, indices=self._indices(), layout=layout,
+                          out=out) >= 0:
+            self._shuffled(sample_ids)  # says which samples are out of range, else the rows are
+            raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for the {out.shape[1]} rows of out")
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """Samples `sample_ids` as one batch in the layout of `helpers.datasets.layout`."""

@@ -123,6 +123,11 @@ class _StepWindows(_StepBatches):
             yield self.source.finish(self.slot(handed)) if isinstance(handed, int) else handed
 
 
+ITERATED_AGAIN = ("this loader was iterated again (a new for loop, iter() or load_state_dict) while an earlier "
+                  "iteration was still read: both would hand out the same batches and its state would count them "
+                  "twice; fix: read one iteration at a time (a new loop goes on from where the last one stopped)")
+
+
 def _as_handed(batch):
     """The DataLoader's collate function: what a worker hands over, as it is."""
     return batch
@@ -145,6 +150,7 @@ class TokenBatches:
         self.step = 0
         self.stints: list[dict] = []  # earlier runs this loader's state continues: samples, ranks, batch size
         self.resumed_at = 0
+        self.iteration = 0  # the iteration being read: an earlier one still open refuses its next batch
 
     def __len__(self) -> int:
         """Batches in the whole run (not only those left)."""
@@ -164,6 +170,8 @@ class TokenBatches:
         return self.steps[step]
 
     def __iter__(self):
+        self.iteration += 1
+        iteration = self.iteration
         if self.step >= len(self.steps):
             return
         if self.num_workers:
@@ -178,6 +186,8 @@ class TokenBatches:
         else:  # in this process: nothing for a DataLoader to add
             loader = (self.steps[step] for step in range(self.step, len(self.steps)))
         for batch in loader:
+            if self.iteration != iteration:
+                raise UserError(ITERATED_AGAIN)
             if self.pin_memory:  # after the layout: pinned memory for the tensors the GPU copies
                 batch = {key: value.pin_memory() for key, value in batch.items()}
             self.step += 1
@@ -225,7 +235,7 @@ class TokenBatches:
                 raise UserError("loader state has no record of its datasets' mix; fix: pass what state_dict() returned")
             stints = state.get("stints") or [{"world_size": self.world_size, "batch_size": self.batch_size}]
             mix.resume(state["mix"], consumed, first_global_batch=stints[0]["world_size"] * stints[0]["batch_size"])
-        self.step = consumed // per_step
+        self.step, self.iteration = consumed // per_step, self.iteration + 1  # an iteration still open ends here
         self.stints, self.resumed_at = [dict(s) for s in state.get("stints", []) if s["from"] < consumed], consumed
         for stint in self.stints:
             stint["to"] = min(stint["to"], consumed)
