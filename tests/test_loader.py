@@ -136,6 +136,27 @@ def test_a_layout_asked_outside_its_samples_or_its_block_is_refused_before_a_wri
     assert _equal(batch_of(block[:, ::-1].copy()), loader.batch_at(0))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a CUDA machine pinning is what pin_memory=True asks for")
+def test_pinning_asked_for_on_a_machine_without_cuda_is_one_line(prefixes, tmp_path):
+    with pytest.raises(UserError, match="pin_memory=True pins batches for a CUDA device's copies.*fix:"):
+        make_dataloader([prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=2, seed=5,
+                        cache_dir=tmp_path, pin_memory=True)
+
+
+def test_workers_whose_slots_exceed_dev_shm_are_refused_before_they_start(prefixes, tmp_path, monkeypatch):
+    """A worker writing past what /dev/shm holds is killed by SIGBUS mid-run: the room is checked first, and the
+    slots never outnumber the run's steps."""
+    from helpers.loading import loader as loading
+
+    arguments = dict(data_path=[prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=2, seed=5,
+                     cache_dir=tmp_path, num_samples=6)
+    assert loading._StepWindows(make_dataloader(**arguments).source, 2, 0, 1, items_ahead=64).slots == 3
+    room = type("Usage", (), {"free": 100})  # bytes: less than three steps of 2 x 33 ids
+    monkeypatch.setattr(loading.shutil, "disk_usage", lambda path: room)
+    with pytest.raises(UserError, match=r"MiB of shared memory .* /dev/shm has 0 MiB free; fix: fewer num_workers"):
+        next(iter(make_dataloader(num_workers=2, **arguments)))
+
+
 def test_ranks_together_equal_one_rank_with_the_global_batch(prefixes, tmp_path):
     arguments = dict(data_path=_blend(prefixes), split="90,10,0", seq_length=32, num_samples=48, cache_dir=tmp_path)
     single = make_dataloader(batch_size=4, **arguments)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 import numbers
+import os
+import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -102,8 +104,8 @@ class _StepWindows(_StepBatches):
         if one is not None:
             self.dtype, self.width = one.dtype, one.shape[1]
             self.per_item = max(1, min(STEPS_PER_ITEM, ITEM_BYTES // (batch_size * one.nbytes)))
-            self.slots = 2 * items_ahead * self.per_item
-            self.memory = torch.empty(self.slots * batch_size * one.nbytes, dtype=torch.uint8).share_memory_()
+            self.slots = min(2 * items_ahead * self.per_item, len(self))  # never more than the run's steps
+            self.memory = shared_bytes(self.slots * batch_size * one.nbytes)
 
     def slot(self, number: int) -> np.ndarray:
         """Slot `number`: one step's `[batch_size, seq_length + 1]` windows, in the shared memory."""
@@ -121,6 +123,18 @@ class _StepWindows(_StepBatches):
         """The batches of one handed item, in order: slots laid out here, whole batches as they came."""
         for handed in item:
             yield self.source.finish(self.slot(handed)) if isinstance(handed, int) else handed
+
+
+def shared_bytes(size: int) -> torch.Tensor:
+    """`size` bytes of memory shared with worker processes (in /dev/shm on Linux), refused in one line where
+    /dev/shm has less room: a worker writing past what it can hold would be killed by SIGBUS, mid-run."""
+    free = shutil.disk_usage("/dev/shm").free if os.path.isdir("/dev/shm") else None
+    if free is not None and size > free:
+        raise UserError(f"the loader's workers need {size / 2**20:,.0f} MiB of shared memory for their batches "
+                        f"(2 x num_workers x prefetch_factor steps' windows), and /dev/shm has {free / 2**20:,.0f} "
+                        "MiB free; fix: fewer num_workers or a smaller prefetch_factor, or a larger /dev/shm (docker "
+                        "run --shm-size)")
+    return torch.empty(size, dtype=torch.uint8).share_memory_()
 
 
 ITERATED_AGAIN = ("this loader was iterated again (a new for loop, iter() or load_state_dict) while an earlier "
@@ -276,6 +290,9 @@ def make_dataloader(data_path=None, *, settings: LoaderSettings | None = None, *
     _check_workers(settings.num_workers, settings.prefetch_factor)
     rank, world_size = _ranks(settings.rank, settings.world_size)
     pin = torch.cuda.is_available() if settings.pin_memory is None else settings.pin_memory
+    if pin and not torch.cuda.is_available():
+        raise UserError("pin_memory=True pins batches for a CUDA device's copies, and this machine has none; fix: "
+                        "leave pin_memory unset (pinned where CUDA is) or pass pin_memory=False")
     settings = replace(settings, rank=rank, world_size=world_size, pin_memory=pin)
     data = open_source(settings)
     if data.kind == "synthetic":
