@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import logging
 import math
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path

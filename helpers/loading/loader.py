@@ -131,9 +131,9 @@ def shared_bytes(size: int) -> torch.Tensor:
     free = shutil.disk_usage("/dev/shm").free if os.path.isdir("/dev/shm") else None
     if free is not None and size > free:
         raise UserError(f"the loader's workers need {size / 2**20:,.0f} MiB of shared memory for their batches "
-                        f"(2 x num_workers x prefetch_factor steps' windows), and /dev/shm has {free / 2**20:,.0f} "
-                        "MiB free; fix: fewer num_workers or a smaller prefetch_factor, or a larger /dev/shm (docker "
-                        "run --shm-size)")
+                        f"(the windows of 2 x num_workers x prefetch_factor items of steps), and /dev/shm has "
+                        f"{free / 2**20:,.0f} MiB free; fix: fewer num_workers or a smaller prefetch_factor, or a "
+                        "larger /dev/shm (docker run --shm-size)")
     return torch.empty(size, dtype=torch.uint8).share_memory_()
 
 

@@ -85,7 +85,8 @@ def proof_sizes(size: str, larger_size: str) -> tuple[str, str]:
     """The two sizes a proposal is proved at, checked before anything trains: each a row of `MIXTURE_SIZES`, and
     two different rows (the same one twice proves nothing at a second size, and its tables would have one column
     where they need two)."""
-    size_entry(size), size_entry(larger_size)
+    for name in (size, larger_size):
+        size_entry(name)  # refuses a size that is no row
     if larger_size == size:
         raise UserError(f"larger_size {larger_size!r} is the swarm's own size; fix: give a larger row of "
                         f"MIXTURE_SIZES for the proof's second size (e.g. 'larger' beside 'proxy', 'tiny-larger' "
