@@ -343,6 +343,34 @@ def test_indexed_dataset_pickles_by_prefix(prefixes):
     assert np.array_equal(again.get(3), dataset.get(3))
 
 
+def test_a_dataset_that_has_laid_out_a_batch_pickles_without_its_tokens(prefixes, tmp_path):
+    """What the compiled layout keeps after its first batch (the tokens among it) stays in the process that made it:
+    a worker started by pickling gets the dataset by its prefix, and lays out the same rows."""
+    loader = make_dataloader([prefixes["literature"]], split="100,0,0", seq_length=32, batch_size=2, seed=5,
+                             cache_dir=tmp_path)
+    dataset = loader.source.orders[0].epoch(0)
+    first = np.zeros((4, 2, 32), dtype=np.int64)
+    dataset.lay_out(np.array([3, 4]), np.array([0, 1]), first)
+    blob = pickle.dumps(dataset)
+    assert len(blob) < dataset.dataset.bin_bytes
+    again = np.zeros_like(first)
+    pickle.loads(blob).lay_out(np.array([3, 4]), np.array([0, 1]), again)
+    assert np.array_equal(first, again)
+
+
+@pytest.mark.parametrize("columns, datasets, expected", [
+    ([1, 0, 1, 2, 0], 4, [(0, [1, 4]), (1, [0, 2]), (2, [3])]),  # dataset 3 has no row: not named
+    ([2, 2, 2], 3, [(2, [0, 1, 2])]),
+    ([0], 1, [(0, [0])]),
+    ([], 2, []),
+])
+def test_a_blends_rows_are_grouped_by_dataset_in_their_order(columns, datasets, expected):
+    from helpers.loading.sources import rows_by_dataset
+
+    found = [(k, rows.tolist()) for k, rows in rows_by_dataset(np.array(columns, dtype=np.int16), datasets)]
+    assert found == expected
+
+
 def test_transformers_trainer_takes_the_samples(prefixes, tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 

@@ -393,20 +393,30 @@ class GPTDataset(torch.utils.data.Dataset):
         return self.sample_index, self.document_index, data.sequence_lengths, data.sequence_pointers, \
             data.dtype.itemsize
 
+    def _layout_inputs(self) -> tuple:
+        """What the compiled gather-and-layout reads besides the batch's samples: the tokens, the shuffled samples
+        (looked up and checked in its loop), the indices and the layout; made at the first batch, not pickled."""
+        made = self.__dict__.get("_layout_made")
+        if made is None:
+            c = self.config
+            layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
+            made = self._layout_made = (self.dataset.tokens, self.shuffle_index[:len(self)], self._indices(), layout)
+        return made
+
+    def __getstate__(self) -> dict:
+        return {key: value for key, value in self.__dict__.items() if key != "_layout_made"}
+
     def lay_out(self, sample_ids, rows: np.ndarray, out: np.ndarray) -> None:
         """Rows `rows` of `out` (`[4, B, seq_length]` int64) = samples `sample_ids` in the layout of
         `helpers.datasets.layout`, compiled, each window gathered and laid out in one go (the layout of
         `windows()` without writing the windows out: for batches the compiled loops pay for)."""
-        c = self.config
-        layout = (-1 if c.eod_id is None else int(c.eod_id), bool(c.reset_position_ids), bool(c.eod_mask_loss))
         sample_ids, rows = np.asarray(sample_ids, dtype=np.int64), np.asarray(rows, dtype=np.int64)
         if out.shape[0] != 4 or out.shape[2:] != (self.seq_length,) or out.dtype != np.int64 or \
                 rows.shape != sample_ids.shape:
             raise ValueError(f"out is {out.dtype} {list(out.shape)} with {rows.size} rows for {sample_ids.size} "
                              f"samples; it must be int64 [4, B, {self.seq_length}], one row per sample")
-        order = self.shuffle_index[:len(self)]  # the shuffled samples, looked up and checked in the loop
-        if _gather_layout(self.dataset.tokens, order, sample_ids, rows=rows, indices=self._indices(), layout=layout,
-                          out=out) >= 0:
+        tokens, order, indices, layout = self._layout_inputs()
+        if _gather_layout(tokens, order, sample_ids, rows, indices, layout, out) >= 0:
             self._shuffled(sample_ids)  # says which samples are out of range, else the rows are
             raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for the {out.shape[1]} rows of out")
 

@@ -202,12 +202,10 @@ class ScheduledSource(Source):
         registry, numbers = self.mix.of(sample_ids)
         if len(self.orders) == 1:
             return self.orders[0].windows(numbers, self.token_dtype)
-        columns = self.mix.column_of(registry)
         out = BATCH_BLOCKS.block((numbers.size, self.seq_length + 1), self.token_dtype)
         compiled = compiled_pays(out.size, BATCH_TOKENS)  # as the whole batch's size says, not each dataset's share
-        for k in np.unique(columns):
-            chosen = columns == k
-            out[chosen] = self.orders[int(k)].windows(numbers[chosen], self.token_dtype, compiled)
+        for k, rows in rows_by_dataset(self.mix.column_of(registry), len(self.orders)):
+            out[rows] = self.orders[k].windows(numbers[rows], self.token_dtype, compiled)
         return out
 
     def finish(self, windows) -> dict[str, torch.Tensor]:
@@ -222,14 +220,11 @@ class ScheduledSource(Source):
             return self.finish(self.windows(sample_ids))
         registry, numbers = self.mix.of(sample_ids)
         block = BATCH_BLOCKS.block((4, sample_ids.size, self.seq_length))
-        rows = np.arange(sample_ids.size)
         if len(self.orders) == 1:
-            self.orders[0].lay_out(numbers, rows, block)
+            self.orders[0].lay_out(numbers, np.arange(sample_ids.size), block)
         else:
-            columns = self.mix.column_of(registry)
-            for k in np.unique(columns):
-                chosen = columns == k
-                self.orders[int(k)].lay_out(numbers[chosen], rows[chosen], block)
+            for k, rows in rows_by_dataset(self.mix.column_of(registry), len(self.orders)):
+                self.orders[k].lay_out(numbers[rows], rows, block)
         return batch_of(block)
 
     def cut(self) -> dict:
@@ -249,6 +244,17 @@ class ScheduledSource(Source):
         documents, tokens = sum(d.document_count for d in opened), sum(d.num_tokens for d in opened)
         return (f"real data: Megatron {self.split_name} split of {describe_mix(self.mix)} ({documents:,} documents, "
                 f"{tokens:,} tokens in all), tokenizer {self.facts.tokenizer} ({shown(self.facts.source)})")
+
+
+def rows_by_dataset(columns: np.ndarray, datasets: int):
+    """(k, the rows of dataset k, in order) for each dataset k of `datasets` that `columns` (each row's dataset)
+    names, in the order of k: one stable sort of a batch's rows rather than a pass over them per dataset."""
+    rows = np.argsort(columns, kind="stable")
+    start = 0
+    for k, end in enumerate(np.cumsum(np.bincount(columns, minlength=datasets)).tolist()):
+        if end > start:
+            yield k, rows[start:end]
+        start = end
 
 
 def describe_mix(mix: Mix) -> str:
