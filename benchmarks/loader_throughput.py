@@ -249,7 +249,8 @@ def first_batch_table(prefix: str, folder: Path, args) -> None:
     turn, round after round; ours with the index cache as a second run of a script finds it (a first run
     writes it)."""
     arguments = [prefix, str(folder), str(args.batch_size), str(args.seq_length), str(args.seed)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # and wherever LitData was put on it
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONWARNINGS": "ignore"}
     subprocess.run([sys.executable, "-c", FIRST_BATCH["ours"], *arguments], env=env, check=True,
                    capture_output=True)
     seconds: dict[str, list[float]] = {name: [] for name in FIRST_BATCH}
