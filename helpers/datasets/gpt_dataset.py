@@ -416,7 +416,7 @@ class GPTDataset(torch.utils.data.Dataset):
             raise ValueError(f"out is {out.dtype} {list(out.shape)} with {rows.size} rows for {sample_ids.size} "
                              f"samples; it must be int64 [4, B, {self.seq_length}], one row per sample")
         tokens, order, indices, layout = self._layout_inputs()
-        if _gather_layout(tokens, order, sample_ids, rows, indices, layout, out) >= 0:
+        if _gather_layout(tokens, order, sample_ids, rows=rows, indices=indices, layout=layout, out=out) >= 0:
             self._shuffled(sample_ids)  # says which samples are out of range, else the rows are
             raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for the {out.shape[1]} rows of out")
 
