@@ -520,6 +520,55 @@ def test_a_large_batch_laid_out_as_it_is_gathered_equals_its_windows_laid_out(pr
         assert _equal(source.batch(sample_ids), source.finish(windows))
 
 
+def test_a_blends_batch_in_one_compiled_loop_equals_its_datasets_laid_out_one_by_one(prefixes, tmp_path):
+    """A blend's batch goes through one compiled loop over its datasets, from the epochs the last batch used or
+    those its rows fall in; where a dataset's rows span two epochs (the small one's, often) the loop refuses,
+    writing nothing, and the rows are laid out dataset by dataset. The run meets both, and both give the batch
+    of its windows laid out."""
+    from helpers.common.compiled import load_now
+    from helpers.loading.sources import rows_by_dataset
+
+    load_now()
+    loader = make_dataloader(["0.9", prefixes["literature"], "0.1", prefixes["docs"]], split="100,0,0", seq_length=128,
+                             batch_size=512, num_samples=512 * 12, seed=3, cache_dir=tmp_path, eod_mask_loss=True)
+    source = loader.source
+    together = apart = 0
+    for step in range(len(loader)):
+        sample_ids = loader.steps.sample_ids(step)
+        registry, numbers = source.mix.of(sample_ids)
+        columns = source.mix.column_of(registry)
+        one_loop = np.full((4, sample_ids.size, 128), -5, dtype=np.int64)
+        if source._laid_out_together(columns, numbers, one_loop):
+            together += 1
+            by_dataset = np.zeros_like(one_loop)
+            for k, rows in rows_by_dataset(columns, len(source.orders)):
+                source.orders[k].lay_out(numbers[rows], rows, by_dataset)
+            assert np.array_equal(one_loop, by_dataset)
+        else:
+            apart += 1
+            assert (one_loop == -5).all()
+        assert _equal(source.batch(sample_ids), source.finish(source.windows(sample_ids).copy()))
+    assert together and apart, (together, apart)
+
+
+def test_datasets_whose_tokens_differ_in_dtype_are_not_laid_out_in_one_loop(prefixes, tmp_path, corpus_dir):
+    """numba indexes a tuple of arrays by a number only when they share a type: Llama 3's int32 tokens beside the
+    bytes tokenizer's uint16 ones are refused (nothing written), and the batch is laid out dataset by dataset."""
+    from helpers.datasets.blend_layout import BlendLayout
+
+    lines = (corpus_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:5]
+    (tmp_path / "docs.jsonl").write_text("".join(lines), encoding="utf-8")
+    small = preprocess(tmp_path / "docs.jsonl", tmp_path / "bytes", "bytes", append_eod=True,
+                       progress=False).outputs["text"]
+    datasets = [make_dataloader([prefix], split="100,0,0", seq_length=32, batch_size=2, seed=5,
+                                cache_dir=tmp_path).source.orders[0].epoch(0) for prefix in (prefixes["docs"], small)]
+    assert datasets[0].dataset.tokens.dtype != datasets[1].dataset.tokens.dtype
+    layout = BlendLayout(datasets, starts=np.zeros(2, dtype=np.int64))
+    block = np.full((4, 2, 32), -5, dtype=np.int64)
+    assert layout.arguments is None and not layout.lay_out(np.array([0, 1]), np.array([0, 0]), block)
+    assert (block == -5).all()
+
+
 @pytest.mark.parametrize("options, says", [({"num_workers": -1}, "num_workers"), ({"num_workers": 2.0}, "num_workers"),
                                            ({"num_workers": 2, "prefetch_factor": 0}, "prefetch_factor"),
                                            ({"num_workers": 2, "prefetch_factor": -1}, "prefetch_factor")])

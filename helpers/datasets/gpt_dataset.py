@@ -71,7 +71,7 @@ def parse_split(split: str) -> list[float]:
 
 
 @jit(cache=True, nogil=True)
-def _gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
+def gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
     """`row` = the tokens of sample `sample`, as wide as `row`: from where the sample index says it starts (an
     entry of the document index and an offset in its sequence), one contiguous run of the `.bin` per sequence
     it touches, as megatron-core reads a sample. `indices`: (sample index, document index, sequence lengths,
@@ -95,10 +95,10 @@ def _gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
 
 @jit(cache=True, nogil=True)
 def _gather_windows(tokens, samples, indices, out):  # pragma: no cover - compiled
-    """Row i of `out` = the tokens of sample `samples[i]` (`_gather_row`). Nothing is built beforehand: the
+    """Row i of `out` = the tokens of sample `samples[i]` (`gather_row`). Nothing is built beforehand: the
     first batch of a new process costs what its rows cost. One thread, no temporary arrays."""
     for i in range(samples.size):
-        _gather_row(tokens, samples[i], indices, out[i])
+        gather_row(tokens, samples[i], indices, out[i])
 
 
 @jit(cache=True, nogil=True)
@@ -113,7 +113,7 @@ def _gather_layout(tokens, order, sample_ids, rows, indices, layout, out):  # pr
             return i
     window = np.empty(out.shape[2] + 1, dtype=tokens.dtype)
     for i in range(sample_ids.size):
-        _gather_row(tokens, order[sample_ids[i]], indices, window)
+        gather_row(tokens, order[sample_ids[i]], indices, window)
         layout_row(window, layout, out, rows[i])
     return -1
 
@@ -393,7 +393,7 @@ class GPTDataset(torch.utils.data.Dataset):
         return self.sample_index, self.document_index, data.sequence_lengths, data.sequence_pointers, \
             data.dtype.itemsize
 
-    def _layout_inputs(self) -> tuple:
+    def layout_inputs(self) -> tuple:
         """What the compiled gather-and-layout reads besides the batch's samples: the tokens, the shuffled samples
         (looked up and checked in its loop), the indices and the layout; made at the first batch, not pickled."""
         made = self.__dict__.get("_layout_made")
@@ -415,7 +415,7 @@ class GPTDataset(torch.utils.data.Dataset):
                 rows.shape != sample_ids.shape:
             raise ValueError(f"out is {out.dtype} {list(out.shape)} with {rows.size} rows for {sample_ids.size} "
                              f"samples; it must be int64 [4, B, {self.seq_length}], one row per sample")
-        tokens, order, indices, layout = self._layout_inputs()
+        tokens, order, indices, layout = self.layout_inputs()
         if _gather_layout(tokens, order, sample_ids, rows=rows, indices=indices, layout=layout, out=out) >= 0:
             self._shuffled(sample_ids)  # says which samples are out of range, else the rows are
             raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for the {out.shape[1]} rows of out")

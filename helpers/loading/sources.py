@@ -30,6 +30,7 @@ from ..common.compiled import BATCH_TOKENS, compiled_pays
 from ..common.errors import DataNotFoundError, UserError
 from ..common.paths import shown
 from ..datasets.batch_memory import BATCH_BLOCKS
+from ..datasets.blend_layout import BlendLayout
 from ..datasets.blending import (
     Blend,
     blending_indices,
@@ -195,6 +196,8 @@ class ScheduledSource(Source):
         self.num_samples = int(num_samples)
         self.mix = Mix(blend.prefixes, phases, settings.step_samples, self.num_samples,
                        global_batch=settings.global_batch)
+        self._blend_layout = None  # the compiled layout's arguments for the datasets' epochs in use
+        self.per_epoch = np.array([0 if order is None else order.per_epoch for order in self.orders], dtype=np.int64)
         dtype = np.result_type(*(order.token_dtype for order in self.orders if order is not None))
         self.token_dtype = dtype if dtype.kind in "iu" else np.dtype(np.int64)  # one dtype that holds every id
 
@@ -214,18 +217,39 @@ class ScheduledSource(Source):
 
     def batch(self, sample_ids) -> dict[str, torch.Tensor]:
         """The batch, in this process: a batch the compiled loops pay for is laid out as each window is gathered
-        (`GPTDataset.lay_out`: the windows are never written out whole), each dataset's rows by its own order."""
+        (the windows are never written out whole), every dataset's rows in one compiled loop (`BlendLayout`) or,
+        where it refuses, dataset by dataset (`GPTDataset.lay_out`), each by its own order."""
         sample_ids = np.asarray(sample_ids, dtype=np.int64)
         if not compiled_pays(sample_ids.size * (self.seq_length + 1), BATCH_TOKENS):
             return self.finish(self.windows(sample_ids))
         registry, numbers = self.mix.of(sample_ids)
         block = BATCH_BLOCKS.block((4, sample_ids.size, self.seq_length))
-        if len(self.orders) == 1:
-            self.orders[0].lay_out(numbers, np.arange(sample_ids.size), block)
-        else:
-            for k, rows in rows_by_dataset(self.mix.column_of(registry), len(self.orders)):
+        columns = self.mix.column_of(registry)
+        if not self._laid_out_together(columns, numbers, block):
+            for k, rows in rows_by_dataset(columns, len(self.orders)):
                 self.orders[k].lay_out(numbers[rows], rows, block)
         return batch_of(block)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_blend_layout": None}  # its arrays view the mapped tokens: a worker makes its own
+
+    def _laid_out_together(self, columns: np.ndarray, numbers: np.ndarray, block: np.ndarray) -> bool:
+        """The batch laid out by one compiled call over its datasets (`BlendLayout`), from the epochs the last batch
+        used or, where a sample lies outside them, from the epoch of one of each dataset's rows; False, with nothing
+        written, where a dataset's rows span two epochs, where its arrays differ in dtype from the others' or where
+        one is never drawn."""
+        if self._blend_layout is not None:
+            if self._blend_layout.arguments is None:
+                return False  # the datasets' arrays differ in dtype: in every epoch
+            if self._blend_layout.lay_out(columns, numbers, block):
+                return True
+        if any(order is None for order in self.orders):
+            return False
+        epoch_of = np.array([order.latest()[0] for order in self.orders], dtype=np.int64)
+        epoch_of[columns] = numbers // self.per_epoch[columns]  # where a dataset's rows span two, the loop refuses
+        self._blend_layout = BlendLayout([order.epoch(e) for order, e in zip(self.orders, epoch_of.tolist())],
+                                         starts=epoch_of * self.per_epoch)
+        return self._blend_layout.lay_out(columns, numbers, block)
 
     def cut(self) -> dict:
         """How samples are cut from each dataset: what `python -m helpers.audit ledger` needs to open them again."""
