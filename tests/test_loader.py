@@ -551,6 +551,40 @@ def test_a_blends_batch_in_one_compiled_loop_equals_its_datasets_laid_out_one_by
     assert together and apart, (together, apart)
 
 
+def test_a_blend_of_indices_read_from_the_cache_and_built_now_is_laid_out_in_one_loop(prefixes, tmp_path):
+    """Indices read from the cache are mapped read-only and those built in this process are not, which numba counts
+    as two types (a tuple of both cannot be indexed by a number): the one loop takes read-only views of all."""
+    from helpers.common.compiled import load_now
+
+    load_now()
+    make_dataloader([prefixes["literature"]], split="100,0,0", seq_length=128, batch_size=512, cache_dir=tmp_path)
+    loader = make_dataloader(["0.9", prefixes["literature"], "0.1", prefixes["docs"]], split="100,0,0",
+                             seq_length=128, batch_size=512, num_samples=1024, cache_dir=tmp_path)
+    source = loader.source
+    flags = [order.epoch(0).shuffle_index.flags.writeable for order in source.orders]
+    assert flags == [False, True], "literature's indices come from the cache, docs' are built"
+    for step in range(len(loader)):
+        sample_ids = loader.steps.sample_ids(step)
+        assert _equal(source.batch(sample_ids), source.finish(source.windows(sample_ids).copy()))
+    assert source._blend_layout.arguments is not None
+
+
+@pytest.mark.parametrize("weighted, schedule", [(True, None), (False, None), (False, [(0, [0.5, 0.5])])])
+def test_a_blend_of_prefixes_made_by_two_tokenizers_is_refused_in_one_line(prefixes, tmp_path, corpus_dir, weighted,
+                                                                            schedule):
+    """Ids of two tokenizers mean different tokens, and the EOD id of one is an ordinary id of the other: a blend,
+    weighted, by size or scheduled, of Llama 3's prefix and the bytes tokenizer's is refused, naming both."""
+    lines = (corpus_dir / "docs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:5]
+    (tmp_path / "docs.jsonl").write_text("".join(lines), encoding="utf-8")
+    small = preprocess(tmp_path / "docs.jsonl", tmp_path / "bytes", "bytes", append_eod=True,
+                       progress=False).outputs["text"]
+    data_path = ["0.5", prefixes["literature"], "0.5", small] if weighted else [prefixes["literature"], small]
+    with pytest.raises(UserError, match=rf"^{re.escape(str(small))}: tokenized with bytes, but .* with llama3, .*; "
+                                        "fix: preprocess every prefix of the blend with one tokenizer$"):
+        make_dataloader(data_path, split="100,0,0", seq_length=32, batch_size=2, schedule=schedule,
+                        cache_dir=tmp_path)
+
+
 def test_datasets_whose_tokens_differ_in_dtype_are_not_laid_out_in_one_loop(prefixes, tmp_path, corpus_dir):
     """numba indexes a tuple of arrays by a number only when they share a type: Llama 3's int32 tokens beside the
     bytes tokenizer's uint16 ones are refused (nothing written), and the batch is laid out dataset by dataset."""

@@ -39,16 +39,26 @@ def _gather_layout_blend(tokens, orders, indices, starts, columns, numbers, layo
     return -1
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 class BlendLayout:
     """The compiled loop's arguments for one epoch of each dataset, made once and used for every batch drawn from
-    those epochs: `datasets[k]` holds samples `starts[k]` on of dataset k's own order. None where the datasets'
-    arrays of one kind differ in dtype or layout."""
+    those epochs: `datasets[k]` holds samples `starts[k]` on of dataset k's own order. `arguments` is None where the
+    datasets' arrays of one kind differ in numba's type (their dtype, say)."""
 
     def __init__(self, datasets: list[GPTDataset], starts: np.ndarray):
+        from numba import typeof  # loaded by now: this is the compiled loops' path
+
         self.datasets = datasets
         tokens, orders, indices, layouts = zip(*(dataset.layout_inputs() for dataset in datasets))
-        kinds = (tokens, orders, *zip(*(index[:4] for index in indices)))
-        same = len(set(layouts)) == 1 and all(len({(a.dtype, a.ndim) for a in kind}) == 1 for kind in kinds)
+        # read-only views, so that indices read from the cache (mapped read-only) and those built here are one type
+        tokens, orders = tuple(map(_read_only, tokens)), tuple(map(_read_only, orders))
+        indices = tuple((*map(_read_only, index[:4]), index[4]) for index in indices)
+        same = len(set(layouts)) == 1 and all(len(set(map(typeof, kind))) == 1 for kind in (tokens, orders, indices))
         self.arguments = None if not same else dict(tokens=tokens, orders=orders, indices=indices,
                                                     starts=np.asarray(starts, dtype=np.int64), layout=layouts[0])
 

@@ -559,7 +559,7 @@ def open_source(settings: LoaderSettings) -> Source:
                                     "helpers.preprocess --format shards, or point at a Megatron prefix")
         return ShardSource(single, settings)
     blend = parse_data_path([str(data_path)] if isinstance(data_path, Path) else data_path)
-    facts = data_facts(blend.prefixes[0], settings.tokenizer)
+    facts = _one_tokenizer(blend, settings.tokenizer)
     settings = replace(settings, eod_id=settings.eod_id if settings.eod_id is not None else facts.eod_id)
     phases = _phases(blend, settings.schedule)
     if settings.packing is not None:
@@ -571,6 +571,19 @@ def open_source(settings: LoaderSettings) -> Source:
     if phases is None:
         return MegatronSource(blend, settings, config, facts)
     return ScheduledSource(blend, phases, settings, config=config, facts=facts)
+
+
+def _one_tokenizer(blend: Blend, tokenizer) -> DataFacts:
+    """The data's facts (`data_facts`), the same for every prefix of the blend: ids made by two tokenizers mean
+    different tokens (and the EOD of one is a word of the other), so a blend of them is refused in one line."""
+    facts = data_facts(blend.prefixes[0], tokenizer)
+    for prefix in blend.prefixes[1:]:
+        other = data_facts(prefix, tokenizer)
+        if other.fingerprint != facts.fingerprint:
+            raise UserError(f"{prefix}: tokenized with {other.tokenizer}, but {blend.prefixes[0]} with "
+                            f"{facts.tokenizer}, and one blend's ids must mean the same tokens; fix: preprocess every "
+                            "prefix of the blend with one tokenizer")
+    return facts
 
 
 def _phases(blend: Blend, schedule) -> list | None:
