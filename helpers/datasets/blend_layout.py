@@ -40,6 +40,7 @@ def _gather_layout_blend(tokens, orders, indices, starts, columns, numbers, layo
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of `array` (the loop only reads; numba types a read-only array apart from a writable one)."""
     view = array.view()
     view.flags.writeable = False
     return view
