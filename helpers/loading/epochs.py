@@ -83,10 +83,9 @@ class EpochOrder:
             chosen = epochs == e
             self.epoch(int(e)).lay_out(within[chosen], rows[chosen], out)
 
-    def latest(self) -> tuple[int, GPTDataset]:
-        """The epoch used last and its GPTDataset (epoch 0 before any)."""
-        e = next(reversed(self._epochs)) if self._epochs else 0
-        return e, self.epoch(e)
+    def latest(self) -> int:
+        """The epoch used last (0 before any)."""
+        return next(reversed(self._epochs)) if self._epochs else 0
 
     def _within_one_epoch(self, numbers: np.ndarray) -> tuple[int, np.ndarray] | None:
         """(epoch, the samples' numbers within it) when samples `numbers` all lie in one epoch, the usual batch;

@@ -245,7 +245,7 @@ class ScheduledSource(Source):
                 return True
         if any(order is None for order in self.orders):
             return False
-        epoch_of = np.array([order.latest()[0] for order in self.orders], dtype=np.int64)
+        epoch_of = np.array([order.latest() for order in self.orders], dtype=np.int64)
         epoch_of[columns] = numbers // self.per_epoch[columns]  # where a dataset's rows span two, the loop refuses
         self._blend_layout = BlendLayout([order.epoch(e) for order, e in zip(self.orders, epoch_of.tolist())],
                                          starts=epoch_of * self.per_epoch)
