@@ -4,9 +4,9 @@ takes to read its vocabulary, the seconds it takes to encode every text, and the
 
     python benchmarks/encoder_run.py ENCODER THREADS TOKENIZER TEXTS.jsonl OUT_FOLDER
 
-ENCODER is tiktoken (the reference), fastokens, gigatoken or toktok. It prints one JSON line: `read_s`,
-`encode_s` and `version`, or `missing` (not installed) or `unsupported` (no encoding for this vocabulary), in
-words; the ids go to OUT_FOLDER/ids.npy (uint32) and offsets.npy (each text's start, and the end).
+ENCODER is tiktoken (the reference), fastokens, gigatoken, toktok, riptoken, kitoken or tokie. It prints one JSON
+line: `read_s`, `encode_s` and `version`, or `missing` (not installed) or `unsupported` (no encoding for this
+vocabulary), in words; the ids go to OUT_FOLDER/ids.npy (uint32) and offsets.npy (each text's start, and the end).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DISTRIBUTIONS = {"tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken", "toktok": "toktok-rs"}
+DISTRIBUTIONS = {"tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken", "toktok": "toktok-rs",
+                 "riptoken": "riptoken", "kitoken": "kitoken", "tokie": "tokie"}
 TOKTOK_ENCODINGS = {"cl100k": "cl100k_base"}  # the bundled encodings of the zoo's vocabularies (no Llama 3)
 
 
@@ -51,6 +52,13 @@ def reader(encoder: str, tokenizer, folder: Path):
         return lambda: (lambda fast: lambda texts, threads: encode_flat(fast, texts))(read_vocabulary(recipe))
     if encoder == "gigatoken":
         return _gigatoken_reader(tokenizer, tokenizer_json(tokenizer), folder)
+    if encoder in SAVED_FORMS:
+        return _saved_form_reader(encoder, tokenizer, folder)
+    if encoder == "riptoken":
+        import riptoken
+
+        return lambda: (lambda core: lambda texts, threads: core.encode_ordinary_batch(texts))(
+            riptoken.CoreBPE(riptoken.load_tiktoken_bpe(str(tokenizer.bpe_file)), {}, tokenizer.pattern))
     import toktok
 
     name = TOKTOK_ENCODINGS[tokenizer.name]
@@ -83,6 +91,33 @@ def _gigatoken_reader(tokenizer, hf_json: Path, folder: Path):
             return np.asarray(layout.content.data), np.asarray(layout.offsets.data)
         return encode
     return read
+
+
+SAVED_FORMS = ("kitoken", "tokie")  # the peers that save what they read in a form of their own, read back fast
+
+
+def _saved_form_reader(encoder: str, tokenizer, folder: Path):
+    """kitoken and tokie read from the form they saved (made here, untimed: a parsed vocabulary kept beside the
+    tokenizer, as a cache of one would be): kitoken's made from the tiktoken file, tokie's from the same
+    `tokenizer.json` as fastokens' less its special tokens (whose strings are text here)."""
+    from helpers.tokenizers.encoders import tokenizer_json
+
+    saved = folder / f"{encoder}.saved"
+    if encoder == "kitoken":
+        import kitoken
+
+        kitoken.Kitoken.from_tiktoken_file(str(tokenizer.bpe_file)).to_file(str(saved))
+        return lambda: (lambda peer: lambda texts, threads: peer.encode_all(texts))(
+            kitoken.Kitoken.from_file(str(saved)))
+    import tokie
+
+    content = json.loads(tokenizer_json(tokenizer).read_text(encoding="utf-8"))
+    content["added_tokens"] = []
+    definition = folder / "tokie.json"
+    definition.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
+    tokie.Tokenizer.from_json(str(definition)).save(str(saved))
+    return lambda: (lambda peer: lambda texts, threads: [encoding.ids for encoding in peer.encode_batch(
+        texts, add_special_tokens=False)])(tokie.Tokenizer.from_file(str(saved)))
 
 
 def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -121,5 +156,6 @@ def run(encoder: str, threads: int, tokenizer_name: str, texts_path: Path, out: 
 
 if __name__ == "__main__":
     name, count, vocabulary, source, folder = sys.argv[1:6]
-    os.environ.setdefault("RAYON_NUM_THREADS", count)
+    for variable in ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS"):  # fastokens reads only its own
+        os.environ.setdefault(variable, count)
     print(json.dumps(run(name, int(count), vocabulary, Path(source), Path(folder))))

@@ -13,9 +13,13 @@ and checks that both wrote the same `.bin/.idx` bytes. Each timed command waits 
 to go quiet first, so that another program's work does not land in one side of a pair.
 
 The encoders' table (`encoder_run.py`, each in a process of its own, on the input's first `--encoders-mb` MB):
-tiktoken (the reference), fastokens (what the package uses), and two peers where installed
-(`pip install -e '.[encoder-peer]'`): gigatoken, and toktok-rs, which bundles cl100k but no Llama 3. A peer
-that is missing or has no such vocabulary has its row say so.
+tiktoken (the reference), fastokens (what the package uses), and the peers where installed
+(`pip install -e '.[encoder-peer]'`): gigatoken; toktok-rs, which bundles cl100k but no Llama 3; riptoken; and
+kitoken and tokie, timed reading the form of the vocabulary they saved beforehand (what a cache of a parsed
+vocabulary would read). A peer that is missing or has no such vocabulary has its row say so. Each encoder also
+encodes the texts the package's proof reads (`parity_sample` and each token in context: special-token strings,
+scripts side by side, white space of every kind), and the table counts those whose ids differ from tiktoken's:
+an encoder can agree on a corpus and not there.
 """
 
 from __future__ import annotations
@@ -40,10 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
-from helpers.tokenizers.encoders import choose_encoder  # noqa: E402
+from helpers.tokenizers.encoders import choose_encoder, parity_sample, vocabulary_texts  # noqa: E402
 from helpers.tokenizers.zoo import load_tokenizer  # noqa: E402
 
-ENCODERS = ("tiktoken", "fastokens", "gigatoken", "toktok")
+ENCODERS = ("tiktoken", "fastokens", "gigatoken", "toktok", "riptoken", "kitoken", "tokie")
 THREADS = (1, 2)
 
 
@@ -108,25 +112,53 @@ def whole_commands(args, source: Path, work: Path) -> tuple[list[tuple[float, fl
     return pairs, same
 
 
+def thread_variables(threads: int) -> dict[str, str]:
+    """What sizes each encoder's thread pool: Rayon's variable, and fastokens' own (it does not read Rayon's)."""
+    return {"RAYON_NUM_THREADS": str(threads), "FASTOKENS_BPE_THREADS": str(threads)}
+
+
+def encoder_run(args, encoder: str, threads: int, texts: Path, out: Path) -> dict:
+    """One encoder on `texts` in a process of its own (`encoder_run.py`): what it printed."""
+    out.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encoder_run.py"), encoder, str(threads),
+                           args.tokenizer, str(texts), str(out)], capture_output=True, text=True, check=True,
+                          env={**os.environ, **thread_variables(threads)})
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def proof_texts(tokenizer, target: Path) -> Path:
+    """The texts the package's proof of an encoder reads (its fixed sample, then every token of the vocabulary in
+    the contexts where merging makes it), as JSONL: special-token strings, scripts side by side, white space of
+    every kind, which a corpus rarely holds."""
+    with open(target, "w", encoding="utf-8") as out:
+        for text in [*parity_sample(), *vocabulary_texts(tokenizer)]:
+            out.write(json.dumps({"text": text}) + "\n")
+    return target
+
+
 def encoder_rows(args, texts: Path, work: Path) -> list[dict]:
-    """Each encoder on 1 and 2 threads, in its own process (`encoder_run.py`); each row's documents whose ids
-    differ from tiktoken's on 2 threads."""
-    rows = []
+    """Each encoder on 1 and 2 threads, in its own process; each row's documents whose ids differ from
+    tiktoken's on 2 threads, and each encoder's texts of the proof whose ids differ from tiktoken's."""
+    rows, proof = [], proof_texts(load_tokenizer(args.tokenizer), work / "proof.jsonl")
     for encoder in ENCODERS:
         for threads in THREADS:
             wait_for_quiet(args.quiet_s)
             out = work / f"{encoder}-{threads}"
-            out.mkdir()
-            done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encoder_run.py"), encoder, str(threads),
-                                   args.tokenizer, str(texts), str(out)], capture_output=True, text=True, check=True,
-                                  env={**os.environ, "RAYON_NUM_THREADS": str(threads)})
-            rows.append({"encoder": encoder, "threads": threads, "out": out, **json.loads(done.stdout.splitlines()[-1])})
+            rows.append({"encoder": encoder, "threads": threads, "out": out,
+                         **encoder_run(args, encoder, threads, texts, out)})
             if "read_s" not in rows[-1]:
                 break  # missing or unsupported: one row says so
-    reference = next(row["out"] for row in rows if row["encoder"] == "tiktoken" and row["threads"] == max(THREADS))
+        else:
+            rows[-1]["proof_out"] = work / f"{encoder}-proof"
+            encoder_run(args, encoder, 1, proof, rows[-1]["proof_out"])
+    tiktoken = next(row for row in rows if row["encoder"] == "tiktoken" and row["threads"] == max(THREADS))
+    reference = {kind: tiktoken[kind] for kind in ("out", "proof_out")}
     for row in rows:
         if "read_s" in row:
-            row["differing"] = differing_documents(reference, row["out"])
+            row["differing"] = differing_documents(reference["out"], row["out"])
+        if "proof_out" in row:
+            row["proof_differing"] = differing_documents(reference["proof_out"], row["proof_out"])
+            row["proof_texts"] = len(np.load(reference["proof_out"] / "offsets.npy")) - 1
     return rows
 
 
@@ -143,15 +175,17 @@ def differing_documents(reference: Path, other: Path) -> int:
 def print_encoders(rows: list[dict], megabytes: float, documents: int) -> None:
     print(f"the encoders alone: {megabytes:.1f} MB of text in {documents:,} documents, each encoder in its own "
           "process")
-    print(f"{'encoder':<22} {'threads':>7} {'read s':>7} {'MB/s':>7} {'MB/s read incl.':>16} {'docs differing':>15}")
+    print(f"{'encoder':<22} {'threads':>7} {'read s':>7} {'MB/s':>7} {'MB/s read incl.':>16} {'docs differing':>15} "
+          f"{'proof texts differing':>22}")
     for row in rows:
         name = f"{row['encoder']} {row.get('version', '')}".strip()
         if "read_s" not in row:
             print(f"{row['encoder']:<22} {'':>7} {row.get('missing') or row.get('unsupported')}")
             continue
         alone, whole = megabytes / row["encode_s"], megabytes / (row["encode_s"] + row["read_s"])
+        proof = f"{row['proof_differing']:,} of {row['proof_texts']:,}" if "proof_differing" in row else ""
         print(f"{name:<22} {row['threads']:>7} {row['read_s']:7.2f} {alone:7.1f} {whole:16.1f} "
-              f"{row['differing']:>15,}")
+              f"{row['differing']:>15,} {proof:>22}")
 
 
 def main() -> None:

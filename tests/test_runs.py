@@ -321,3 +321,21 @@ def test_a_kernel_that_dies_while_starting_is_started_again_at_most_three_times(
     with pytest.raises(RuntimeError, match="kernel_info"):
         command.run_notebook(Path("probe.ipynb"), tmp_path / "out.ipynb")
     assert len(calls) == command.KERNEL_START_TRIES
+
+
+def test_parallel_runs_share_the_cores_in_every_thread_pool_a_notebook_starts(monkeypatch):
+    """Two runs at once on this machine's cores: each gets half of them in OpenMP's, MKL's, Rayon's and
+    fastokens' pools (fastokens reads its own variable, not Rayon's: without it each run's encoder would take every
+    core); a variable the user set is kept; one run at a time changes nothing."""
+    from helpers.runs.command import THREAD_VARIABLES, Runner
+
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    env = Runner([], parallel=2, kernel="python3")._environment()
+    assert {name: env[name] for name in THREAD_VARIABLES} == {
+        "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "4", "RAYON_NUM_THREADS": "4", "RAYON_RS_NUM_CPUS": "4",
+        "FASTOKENS_BPE_THREADS": "4"}
+    alone = Runner([], parallel=1, kernel="python3")._environment()
+    assert "FASTOKENS_BPE_THREADS" not in alone and alone["OMP_NUM_THREADS"] == "3"

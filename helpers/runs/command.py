@@ -44,7 +44,9 @@ from .papermill_loader import load_papermill
 KERNEL = KERNEL_NAME  # registered inside .venv by `make` (see Makefile)
 GRID_KEYS = ("sets", "jobs", "plot")  # the keys of a grid file that are not notebook parameters
 RUN_DIR_PARAMETER = "run_dir"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS")
+# fastokens sizes its encoding threads by its own variable, not Rayon's
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS",
+                    "FASTOKENS_BPE_THREADS")
 # jupyter_client gives a new kernel free TCP ports it found by binding and releasing them; another process starting
 # at the same moment can take one first, and the kernel dies before it answers. Nothing ran yet: start it again.
 KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
