@@ -3,9 +3,13 @@ others are made keeps its values."""
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
+import pytest
 import torch
 
+from helpers.datasets import batch_memory
 from helpers.datasets.batch_memory import RecycledBlocks
 from helpers.datasets.layout import from_windows
 
@@ -59,3 +63,28 @@ def test_each_tensor_is_contiguous_with_its_own_storage():
         assert value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * 8
     batch["labels"][:] = -100  # writing one tensor leaves the others as they were
     assert torch.equal(batch["input_ids"], torch.arange(18).reshape(2, 9)[:, :-1])
+
+
+@pytest.mark.skipif(not hasattr(mmap, "MADV_HUGEPAGE"), reason="huge pages are asked for on Linux only")
+def test_a_block_of_a_huge_page_or_more_starts_on_one_and_is_used_again():
+    pool = RecycledBlocks(keep=1)
+    block = pool.block((4, 32, 2048))  # 2 MiB: a batch of 32 x 2048
+    assert block.ctypes.data % batch_memory.HUGE_PAGE == 0
+    block[:] = np.arange(2048)
+    assert int(block[3, 31, 2047]) == 2047 and int(block.sum()) == 4 * 32 * (2047 * 2048 // 2)
+    address = block.ctypes.data
+    del block
+    assert pool.idle((4, 32, 2048)) == 1 and pool.block((4, 32, 2048)).ctypes.data == address
+    small = pool.block((4, 2, 3))
+    assert small.shape == (4, 2, 3) and small.dtype == np.int64
+
+
+def test_where_the_kernel_refuses_huge_pages_a_block_is_ordinary_memory(monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError("no")
+    monkeypatch.setattr(batch_memory.mmap, "mmap", refused)
+    block = RecycledBlocks().block((2, 1024, 1024))  # 16 MiB
+    block[:] = 5
+    assert block.shape == (2, 1024, 1024) and int(block.sum()) == 5 * block.size
+    batch = torch.from_numpy(block[1])
+    assert batch.is_contiguous() and int(batch[1023, 1023]) == 5

@@ -86,8 +86,7 @@ def gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
         sequence = document_index[entry]
         take = min(lengths[sequence] - offset, width - done)
         first = pointers[sequence] // itemsize + offset
-        for j in range(take):
-            row[done + j] = tokens[first + j]
+        row[done:done + take] = tokens[first:first + take]  # a slice copies without an index check per token
         done += take
         entry += 1
         offset = 0
