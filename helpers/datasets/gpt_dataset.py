@@ -86,7 +86,9 @@ def gather_row(tokens, sample, indices, row):  # pragma: no cover - compiled
         sequence = document_index[entry]
         take = min(lengths[sequence] - offset, width - done)
         first = pointers[sequence] // itemsize + offset
-        row[done:done + take] = tokens[first:first + take]  # a slice copies without an index check per token
+        source, target = tokens[first:first + take], row[done:done + take]
+        for j in range(np.uint64(max(take, 0))):  # an unsigned index has no negative case to check: a plain copy
+            target[j] = source[j]
         done += take
         entry += 1
         offset = 0
