@@ -22,9 +22,10 @@ layout tensors); and the copy limit (one gather of the batch's windows into int6
 tokens), measured right before ours and ours on a fixed blend of the prefix twice, so that each round's
 ratio to it compares one moment of the machine (the median of those ratios is the last line). These run
 through each loader's own iteration: idle and beside the busy process with no workers, and idle with 2
-workers; then a new process's seconds to its first batch, imports included, ours and LitData's. LitData is not a dependency of the package:
-`pip install --no-deps litdata==0.2.76` and `pip install lightning-utilities filelock obstore boto3 tifffile`
-(its full install replaces torch).
+workers (LitData's started by spawn, as its `optimize` leaves the process that ran it; ours by the platform's
+default, as in a process of their own); then a new process's seconds to its first batch, imports included,
+ours and LitData's. LitData is not a dependency of the package: `pip install --no-deps litdata==0.2.76` and
+`pip install lightning-utilities filelock obstore boto3 tifffile` (its full install replaces torch).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -120,12 +122,31 @@ def litdata_folder(prefix: str, work: Path) -> Path:
     dataset = IndexedDataset(prefix)
     target = work / "litdata"
     if not (target / "index.json").is_file():
+        start_method = multiprocessing.get_start_method(allow_none=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             optimize(fn=_document_tokens, inputs=[(prefix, d) for d in range(dataset.document_count)],
                      output_dir=str(target), chunk_bytes="64MB", item_loader=TokensLoader(), num_workers=1,
                      mode="overwrite")
+        # `optimize` sets this process's start method to spawn for good: LitData's loader is measured with its
+        # workers started that way (as in its own pipeline), ours with the platform's default (`litdata_table`)
+        LITDATA_START_METHOD[:] = [multiprocessing.get_start_method()]
+        multiprocessing.set_start_method(start_method, force=True)
     return target
+
+
+LITDATA_START_METHOD = ["spawn"]  # how LitData's `optimize` left a process's workers to start
+
+
+@contextlib.contextmanager
+def start_method(method: str | None):
+    """Worker processes started by `method` (None: the platform's default) inside the block, as before after it."""
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method(method, force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(before, force=True)
 
 
 def _document_tokens(item):
@@ -195,8 +216,9 @@ def litdata_table(prefix: str, args, work: Path) -> None:
         rounds: dict[str, list[float]] = {}
         with busy_process() if busy else contextlib.nullcontext():
             for _ in range(args.rounds):  # the loaders in turn, round after round: a slow moment hits all
-                rounds.setdefault("LitData (TokensLoader, litgpt's int64 inputs/targets)", []).append(
-                    iteration_rate(theirs(workers), count, B))
+                with start_method(LITDATA_START_METHOD[0]):
+                    rounds.setdefault("LitData (TokensLoader, litgpt's int64 inputs/targets)", []).append(
+                        iteration_rate(theirs(workers), count, B))
                 if workers == 0:  # right before ours, so that each round's ratio compares the same moment
                     rounds.setdefault(limit, []).append(
                         iteration_rate(copy_limit_batches(prefix, B, S, args.seed), count, B))
