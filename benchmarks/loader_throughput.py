@@ -8,10 +8,11 @@ first batches), in one process, no workers, after one warm-up batch, with torch'
 measured in its steady state, numba loaded (`helpers.common.compiled`: a process lays out its first batches
 with the twins, as the first-batch table below sees it). Megatron
 is timed twice: with its default `create_attention_mask=True` (a [S, S] mask per sample) and without it.
-Two rows of ours read the prefix twice, as two datasets: a fixed blend, and a 10-phase schedule (what a schedule
-adds to a blend's batch).
-Every rate is measured twice: on an idle machine, and beside one other process spinning on a core (as on
-a GPU node, where other ranks and workers hold cores). The last line compares
+Three rows of ours read the prefix twice, as two datasets: a fixed blend, a 10-phase schedule whose weights change
+(what a schedule adds to a blend's batch, on other samples), and a 10-phase schedule of even weights, which draws
+the fixed blend's very samples (checked), so that the two rates differ by the schedule's machinery alone.
+Every rate is measured on an idle machine and beside one other process spinning on a core (as on a GPU node,
+where other ranks and workers hold cores), the median of 3 rounds each. The last line compares
 our rate with what a training run consumes (`--h100-tokens-per-s`, e.g. the h100 preset's measured rate).
 Without a prefix, the workshop corpus is tokenized into a temporary folder first (llama3, all domains).
 
@@ -64,6 +65,7 @@ from helpers.preprocess import preprocess  # noqa: E402
 OURS = "ours (one prefix, gathered and laid out compiled)"
 SCHEDULED = "ours, a 10-phase schedule over the prefix twice"
 BLENDED = "ours, a fixed blend of the prefix twice (0.5, 0.5)"
+EVEN = "ours, a 10-phase schedule of even weights (the fixed blend's samples)"
 
 
 def corpus_prefix(work: Path, copies: int = 1) -> str:
@@ -328,16 +330,20 @@ def main() -> None:
                                 num_samples=num_samples, seed=args.seed, cache_dir=None)
     blended = make_dataloader(["0.5", prefix, "0.5", prefix], split="100,0,0", seq_length=S, batch_size=B,
                               num_samples=num_samples, seed=args.seed, cache_dir=None)
+    # the machinery's cost alone: a schedule whose phases all weigh the two alike draws the fixed blend's samples
+    even = make_dataloader([prefix, prefix], schedule=[(step, [1, 1]) for step, _ in phases], split="100,0,0",
+                           seq_length=S, batch_size=B, num_samples=num_samples, seed=args.seed, cache_dir=None)
     collate = torch.utils.data.default_collate
     megatron = {mask: megatron_dataset(prefix, S, num_samples, args.seed, mask) for mask in (True, False)}
 
     for step in range(3):  # the same samples, in the same order
         theirs = collate([megatron[False][step * B + b] for b in range(B)])
         assert torch.equal(ours.batch_at(step)["input_ids"], theirs["tokens"].long()), "samples differ"
+        assert torch.equal(even.batch_at(step)["input_ids"], blended.batch_at(step)["input_ids"]), "samples differ"
 
     def measure() -> dict[str, float]:
         results = {OURS: rate(ours.batch_at, args.batches), BLENDED: rate(blended.batch_at, args.batches),
-                   SCHEDULED: rate(scheduled.batch_at, args.batches)}
+                   SCHEDULED: rate(scheduled.batch_at, args.batches), EVEN: rate(even.batch_at, args.batches)}
         for mask, dataset in megatron.items():
             name = f"megatron-core GPTDataset + default_collate (create_attention_mask={mask})"
             results[name] = rate(lambda step, d=dataset: collate([d[step * B + b] for b in range(B)]),
@@ -346,16 +352,27 @@ def main() -> None:
 
     print(f"batches of {B} x {S} tokens from {prefix}, one process, no workers, torch with its default "
           f"{torch.get_num_threads()} threads")
-    idle = measure()
+    def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+        return {name: statistics.median(measured[name] for measured in rounds) for name in rounds[0]}
+
+    def paired(rounds: list[dict[str, float]], name: str) -> float:
+        """The median over the rounds of a row's rate over the fixed blend's (each round one moment)."""
+        return statistics.median(measured[name] / measured[BLENDED] for measured in rounds)
+
+    idle_rounds = [measure() for _ in range(3)]
     with busy_process():
-        busy = measure()
+        busy_rounds = [measure() for _ in range(3)]
+    idle, busy = medians(idle_rounds), medians(busy_rounds)
     for condition, results in (("machine idle", idle), ("beside one busy process", busy)):
         print(condition)
         for name, value in results.items():
             print(f"  {name:<72} {value:8.1f} batches/s  {value * B * S / 1e6:8.2f} M tokens/s"
                   f"  ratio {results[OURS] / value:6.2f}")
-    print(f"ours beside a busy process / ours idle: {busy[OURS] / idle[OURS]:.2f}; the schedule / the fixed blend: "
-          f"{idle[SCHEDULED] / idle[BLENDED]:.2f} idle, {busy[SCHEDULED] / busy[BLENDED]:.2f} beside a busy process")
+    print(f"ours beside a busy process / ours idle: {busy[OURS] / idle[OURS]:.2f}; the schedule / the fixed blend "
+          f"(the median of each round's): {paired(idle_rounds, SCHEDULED):.2f} idle, "
+          f"{paired(busy_rounds, SCHEDULED):.2f} beside a busy process (other samples); the schedule of even weights "
+          f"/ the fixed blend, the same samples: {paired(idle_rounds, EVEN):.2f} idle, "
+          f"{paired(busy_rounds, EVEN):.2f} beside a busy process")
     if args.h100_tokens_per_s:
         print(f"ours / training consumption ({args.h100_tokens_per_s:,.0f} tokens/s): "
               f"{idle[OURS] * B * S / args.h100_tokens_per_s:.1f}x")
