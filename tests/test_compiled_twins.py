@@ -278,3 +278,27 @@ def test_n_gram_keys_that_collide_are_measured_again_exactly(monkeypatch):
     bare, starts, _, _ = grams.compiled()
     assert ngrams._measure(bare.codes, bare.prefix, bare.inverse, starts=starts, n=5, top=False) == -1
     assert [grams.top_characters(2), grams.repeated_characters(5)] == expected
+
+
+def test_the_loops_cache_is_kept_per_version_of_every_module_that_holds_a_loop(tmp_path):
+    """numba checks a cached loop's own file only: a loop compiled with another file's loop in it (a blend's layout
+    with `gather_row`) would keep the old one after a change to that file. The cache folder is named by a digest
+    of every module with a loop, so a change to any of them gives a new one; a module without a loop counts not."""
+    from helpers.common import compiled
+
+    package = tmp_path / "package"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "calls.py").write_text("@jit(cache=True)\ndef outer(x):\n    return inner(x)\n")
+    (package / "loops.py").write_text("@jit(cache=True)\ndef inner(x):\n    return x\n")
+    (package / "plain.py").write_text("def helper():\n    return 1\n")
+    first = compiled.loops_digest.__wrapped__(package)
+    (package / "plain.py").write_text("def helper():\n    return 2\n")
+    assert compiled.loops_digest.__wrapped__(package) == first
+    (package / "loops.py").write_text("@jit(cache=True)\ndef inner(x):\n    return x + 1\n")
+    assert compiled.loops_digest.__wrapped__(package) != first
+    load_now()  # the package's loops made: each one's cache in the folder of this version
+    dispatcher = compiled._nothing if not isinstance(compiled._nothing, compiled.LazyJit) else \
+        compiled._nothing.dispatcher
+    assert f"numba-{compiled.loops_digest()}" in dispatcher._cache.cache_path
+    from numba.core import config
+    assert f"numba-{compiled.loops_digest()}" not in str(config.CACHE_DIR)  # numba's own setting left as it was

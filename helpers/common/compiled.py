@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib.abc
+import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 SAMPLE_INDEX_ENTRIES = 8_000_000
@@ -75,7 +78,7 @@ class LazyJit:
         so every lazy loop that module names is made now and takes its name there, and so on in the modules those
         come from."""
         if self.dispatcher is None:
-            with _MAKING:
+            with _MAKING, _cache_of_this_version():
                 from numba import njit
 
                 pending, done = [self.function.__globals__], set()
@@ -102,6 +105,35 @@ class LazyJit:
 
 
 _LOADED: list[bool] = []  # [True] once numba's registries are loaded in this process
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=4)
+def loops_digest(package: Path = PACKAGE_DIR) -> str:
+    """A digest of the sources of every module of `package` that holds a compiled loop (`@jit(`)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        source = path.read_bytes()
+        if b"@jit(" in source:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + source + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _cache_of_this_version():
+    """numba's cache folder, while the package's loops are made, one for each version of their sources. numba
+    loads a loop's cached machine code when the loop's own file is unchanged, without looking at the files of the
+    loops it calls and compiles into itself (`gather_row` in a blend's layout): a cache kept across a change to one
+    of those would run the old code. Under NUMBA_CACHE_DIR where it is set, else in the package's `__pycache__`;
+    numba falls back to its other places where the folder cannot be written."""
+    from numba.core import config
+
+    before = config.CACHE_DIR
+    config.CACHE_DIR = os.path.join(before or str(PACKAGE_DIR / "__pycache__"), f"numba-{loops_digest()}")
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = before
 
 
 class _HideScipy(importlib.abc.MetaPathFinder):
