@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 DISTRIBUTIONS = {"tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken", "toktok": "toktok-rs",
                  "riptoken": "riptoken", "kitoken": "kitoken", "tokie": "tokie"}
+# what sizes each encoder's thread pool: Rayon's variable, and fastokens' own (it does not read Rayon's)
+THREAD_VARIABLES = ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS")
 TOKTOK_ENCODINGS = {"cl100k": "cl100k_base"}  # the bundled encodings of the zoo's vocabularies (no Llama 3)
 
 
@@ -66,6 +68,15 @@ def reader(encoder: str, tokenizer, folder: Path):
         toktok._encoding(name))  # its id-returning surface (the public one counts only)
 
 
+def _without_special_tokens(hf_json: Path, target: Path) -> Path:
+    """`hf_json` (a `tokenizer.json`) written to `target` without its special tokens, so that their strings are
+    text to a peer that would otherwise split them out."""
+    content = json.loads(hf_json.read_text(encoding="utf-8"))
+    content["added_tokens"] = []
+    target.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
+    return target
+
+
 def _gigatoken_reader(tokenizer, hf_json: Path, folder: Path):
     """gigatoken reads cl100k from its tiktoken file with its own GPT-4 pattern, and other vocabularies from the
     same `tokenizer.json` as fastokens' (its `.tiktoken` reader stops on Llama 3), less the special tokens, so
@@ -75,10 +86,7 @@ def _gigatoken_reader(tokenizer, hf_json: Path, folder: Path):
     if tokenizer.name == "cl100k":
         load = lambda: gigatoken.BPETokenizer.from_tiktoken(str(tokenizer.bpe_file), "gpt4", {})  # noqa: E731
     else:
-        content = json.loads(hf_json.read_text(encoding="utf-8"))
-        content["added_tokens"] = []
-        definition = folder / "gigatoken.json"
-        definition.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
+        definition = _without_special_tokens(hf_json, folder / "gigatoken.json")
         load = lambda: gigatoken.load_hf_json(definition.read_bytes())  # noqa: E731
 
     def read():
@@ -111,10 +119,7 @@ def _saved_form_reader(encoder: str, tokenizer, folder: Path):
             kitoken.Kitoken.from_file(str(saved)))
     import tokie
 
-    content = json.loads(tokenizer_json(tokenizer).read_text(encoding="utf-8"))
-    content["added_tokens"] = []
-    definition = folder / "tokie.json"
-    definition.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
+    definition = _without_special_tokens(tokenizer_json(tokenizer), folder / "tokie.json")
     tokie.Tokenizer.from_json(str(definition)).save(str(saved))
     return lambda: (lambda peer: lambda texts, threads: [encoding.ids for encoding in peer.encode_batch(
         texts, add_special_tokens=False)])(tokie.Tokenizer.from_file(str(saved)))
@@ -156,6 +161,6 @@ def run(encoder: str, threads: int, tokenizer_name: str, texts_path: Path, out: 
 
 if __name__ == "__main__":
     name, count, vocabulary, source, folder = sys.argv[1:6]
-    for variable in ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS"):  # fastokens reads only its own
+    for variable in THREAD_VARIABLES:
         os.environ.setdefault(variable, count)
     print(json.dumps(run(name, int(count), vocabulary, Path(source), Path(folder))))

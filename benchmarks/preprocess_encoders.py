@@ -42,6 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from encoder_run import THREAD_VARIABLES  # noqa: E402
 from helpers.common.paths import RAW_DIR  # noqa: E402
 from helpers.corpus.build import corpus_paths  # noqa: E402
 from helpers.tokenizers.encoders import choose_encoder, parity_sample, vocabulary_texts  # noqa: E402
@@ -112,17 +113,12 @@ def whole_commands(args, source: Path, work: Path) -> tuple[list[tuple[float, fl
     return pairs, same
 
 
-def thread_variables(threads: int) -> dict[str, str]:
-    """What sizes each encoder's thread pool: Rayon's variable, and fastokens' own (it does not read Rayon's)."""
-    return {"RAYON_NUM_THREADS": str(threads), "FASTOKENS_BPE_THREADS": str(threads)}
-
-
 def encoder_run(args, encoder: str, threads: int, texts: Path, out: Path) -> dict:
     """One encoder on `texts` in a process of its own (`encoder_run.py`): what it printed."""
     out.mkdir()
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encoder_run.py"), encoder, str(threads),
                            args.tokenizer, str(texts), str(out)], capture_output=True, text=True, check=True,
-                          env={**os.environ, **thread_variables(threads)})
+                          env={**os.environ, **dict.fromkeys(THREAD_VARIABLES, str(threads))})
     return json.loads(done.stdout.splitlines()[-1])
 
 
