@@ -177,17 +177,22 @@ def one_row(work: Path, source: Path, stage: tuple, args) -> tuple[list, list, t
 def profile(source: Path) -> None:
     """Where our stage's time goes, in this process: per input file (a kind of text), the CPU seconds each filter
     took on the documents that reached it (the four in order, as one stage; a filter's first ask for a text's
-    words splits them, so the words count where first asked for), and how many reached it."""
-    from helpers.clean.steps.filters import FILTERS
+    words splits them, so the words count where first asked for), and how many reached it; then, of the stage's
+    time, how much went to splitting runs of characters the splitter had not met before (spaCy's affix algorithm
+    in Python, once per distinct run) and how many such runs each file brought."""
+    from helpers.clean.steps.filters import FILTERS, english_words
 
     steps = [FILTERS[name]() for name in PEER]
     for step in steps:
         step.warm_up()
-    print(f"\nwhere our stage's time goes (CPU s, one process; documents that reached each filter)")
-    print(f"{'input':<20} {'docs':>6} {'MB':>5} " + " ".join(f"{name:>24}" for name in PEER) + f" {'stage':>7}")
+    first_met = time_first_met_runs(english_words())
+    print("\nwhere our stage's time goes (CPU s, one process; documents that reached each filter)")
+    print(f"{'input':<20} {'docs':>6} {'MB':>5} " + " ".join(f"{name:>24}" for name in PEER) +
+          f" {'stage':>7} {'new runs':>9} {'split s':>8}")
     for path in sorted(source.iterdir()):
         texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")]
         seconds, reached = [0.0] * len(steps), [0] * len(steps)
+        first_met.update(runs=0, seconds=0.0)
         for text in texts:
             for index, step in enumerate(steps):
                 start = time.process_time()
@@ -198,7 +203,27 @@ def profile(source: Path) -> None:
                     break
         megabytes = path.stat().st_size / 1e6
         cells = " ".join(f"{f'{spent:.2f} s ({count:,})':>24}" for spent, count in zip(seconds, reached))
-        print(f"{path.stem:<20} {len(texts):>6,} {megabytes:>5.1f} {cells} {sum(seconds):>7.2f}", flush=True)
+        print(f"{path.stem:<20} {len(texts):>6,} {megabytes:>5.1f} {cells} {sum(seconds):>7.2f} "
+              f"{first_met['runs']:>9,} {first_met['seconds']:>8.2f}", flush=True)
+
+
+def time_first_met_runs(splitter) -> dict:
+    """Count the runs `splitter` splits for the first time, and the CPU seconds that takes (its cache of runs
+    decides which those are): a dict that the calls update."""
+    first_met = {"runs": 0, "seconds": 0.0}
+    split = splitter._tokens
+
+    def timed(run: str) -> tuple[str, ...]:
+        if run in splitter.runs:
+            return split(run)
+        start = time.process_time()
+        tokens = split(run)
+        first_met["seconds"] += time.process_time() - start
+        first_met["runs"] += 1
+        return tokens
+
+    splitter._tokens = timed
+    return first_met
 
 
 def main() -> None:
