@@ -43,7 +43,7 @@ def test_suffix_infix_and_url_searches_find_what_the_plain_expressions_find(outs
         assert bool(fast_url(run)) == bool(url.match(run)), run
 
 
-ALPHABET = "ab.,:;-/()'\"!?…$%0123456789_–—«»¿「」。、ــ"
+ALPHABET = "ab.,:;-/()'\"!?…$%0123456789_–—«»¿「」。、ــ🎉𝐀"  # two beyond the Basic Multilingual Plane
 RULES = english_rules()
 SUFFIX, INFIX = (re.compile(*RULES[name]) for name in ("suffix", "infix"))
 FAST_SUFFIX = affix_expressions.suffix_search(RULES["suffix"])
@@ -57,6 +57,13 @@ def test_odd_strings_of_affix_characters_are_searched_alike(string):
     found, plain = FAST_SUFFIX(string), SUFFIX.search(string)
     assert (found and found.span()) == (plain and plain.span())
     assert spans(FAST_INFIX(string)) == spans(INFIX.finditer(string))
+
+
+def test_a_character_class_holds_its_characters_and_every_one_beyond_the_plane_and_no_other():
+    characters = frozenset("-]^\\abcdz~🎉") | frozenset(map(chr, range(0x400, 0x500)))
+    found = re.compile(affix_expressions.character_class(characters)).fullmatch
+    assert all(found(char) for char in characters | {"𝐀", "\U0010FFFF"})
+    assert not any(found(char) for char in "efy[{!\u03ff\u0500\uffff")
 
 
 def test_required_characters_are_held_by_every_match():

@@ -149,7 +149,11 @@ def url_match(expression: list | None) -> Callable | None:
     if expression[1] & UNANALYSED_FLAGS:
         return compiled(*expression).match
     needed = tuple(required_characters(parsed(*expression).data))
-    return lambda string: compiled(*expression).match(string) if all(char in string for char in needed) else None
+    match = compiled(*expression).match
+    if len(needed) == 1:
+        (char,) = needed
+        return lambda string: match(string) if char in string else None
+    return lambda string: match(string) if all(char in string for char in needed) else None
 
 
 class ByEdge:
@@ -238,6 +242,24 @@ def affix_length(search: Callable | None, characters: frozenset[str] | None, *, 
     return length
 
 
+def character_class(characters: frozenset[str]) -> str:
+    """A regular expression's class holding `characters`, and any character beyond the Basic Multilingual Plane:
+    as ranges, with one for all of those, so that the standard library's engine tests a character against a table
+    rather than a list (a few of spaCy's characters beyond the plane would make it a list of ranges, ten times
+    slower). A place it finds is a place where one of `characters` may stand."""
+    ranges: list[list[int]] = []
+    for code in sorted(map(ord, characters)):
+        if code > 0xFFFF:
+            break
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    ranges.append([0x10000, 0x10FFFF])
+    return "[" + "".join(re.escape(chr(low)) + ("" if low == high else "-" + re.escape(chr(high)))
+                         for low, high in ranges) + "]"
+
+
 def infix_finder(expression: list | None, firsts: frozenset[str] | None) -> Callable[[str], Iterator] | None:
     """`finditer` of spaCy's infix expression: the same matches, found by trying, at each place whose character
     can begin one (`firsts`, from `edges`; no match of it is empty), the alternatives that can begin with that
@@ -247,15 +269,15 @@ def infix_finder(expression: list | None, firsts: frozenset[str] | None) -> Call
     if firsts is None:
         return compiled(*expression).finditer
     split = ByEdge(expression, last=False)
+    next_first = re.compile(character_class(firsts)).search
 
     def finditer(string: str) -> Iterator:
-        end = 0
-        for start, char in enumerate(string):
-            if start < end or char not in firsts:
-                continue
-            found = split.for_character(char)[0]
+        at = next_first(string)
+        while at is not None:
+            start = at.start()
+            found = split.for_character(string[start])[0]
             match = found.match(string, start) if found is not None else None
             if match is not None:
                 yield match
-                end = match.end()
+            at = next_first(string, start + 1 if match is None else match.end())
     return finditer
