@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import resource
@@ -53,6 +54,7 @@ DOMAINS = ("literature", "docs", "code")
 PEER = {"gopher-quality": "GopherQualityFilter()", "gopher-repetition": "GopherRepetitionFilter()",
         "c4-quality": "C4QualityFilter()", "fineweb-quality": "FineWebQualityFilter()"}
 STAGE = ",".join(PEER)
+SPLIT_BATCH = 64  # new runs split at a time when the profile times their splitting (a text brings about that many)
 STAGES = [(name, ["--filters", name], PEER[name]) for name in PEER] + [
     (STAGE, ["--filters", STAGE], ", ".join(PEER.values())), ("--pii", ["--pii", ",".join(DATATROVE_KINDS)], "PIIFormatter()")]
 
@@ -200,35 +202,37 @@ def profile(source: Path) -> None:
                 reached[index] += 1
                 if reason is not None:
                     break
-        megabytes, new_runs = path.stat().st_size / 1e6, len(first_met.runs)
+        megabytes, (new_runs, split_seconds) = path.stat().st_size / 1e6, first_met.counted()
         cells = " ".join(f"{f'{spent:.2f} s ({count:,})':>24}" for spent, count in zip(seconds, reached))
         print(f"{path.stem:<20} {len(texts):>6,} {megabytes:>5.1f} {cells} {sum(seconds):>7.2f} "
-              f"{new_runs:>9,} {first_met.seconds():>8.2f}", flush=True)
+              f"{new_runs:>9,} {split_seconds:>8.2f}", flush=True)
 
 
 class FirstMetRuns:
-    """The runs `splitter` splits for the first time (its cache of runs decides which those are), recorded as the
-    stage meets them, and the CPU seconds their splitting takes, timed afterwards in one go (a clock read around
-    each split would cost about as much as a split)."""
+    """The runs of characters the splitter met for the first time (those its cache of runs gained), and the CPU
+    seconds their splitting takes, timed afterwards in one go (a clock read around each split would cost about as
+    much as a split): split again, forgotten first, SPLIT_BATCH at a time, as the stage splits a text's new runs
+    (with the compiled splitter where it is loaded, `helpers.clean.text.compiled_runs`)."""
 
     def __init__(self, splitter):
-        self.splitter, self.split, self.runs = splitter, splitter._tokens, []
-        splitter._tokens = self._recorded
+        self.splitter, self.known = splitter, len(splitter.runs)
 
-    def _recorded(self, run: str) -> tuple[str, ...]:
-        if run not in self.splitter.runs:
-            self.runs.append(run)
-        return self.split(run)
-
-    def seconds(self) -> float:
-        """Split the recorded runs again, each forgotten first, and start a new record."""
-        runs, self.runs = self.runs, []
+    def counted(self) -> tuple[int, float]:
+        """(the runs met since the last count, the CPU seconds splitting them takes)."""
+        runs = list(itertools.islice(self.splitter.runs, self.known, None))
         for run in runs:
-            self.splitter.runs.pop(run, None)
+            del self.splitter.runs[run]
         start = time.process_time()
-        for run in runs:
-            self.split(run)
-        return time.process_time() - start
+        for first in range(0, len(runs), SPLIT_BATCH):
+            batch = runs[first:first + SPLIT_BATCH]
+            if self.splitter.compiled is not None:
+                self.splitter._split_new(batch)
+            else:
+                for run in batch:
+                    self.splitter._tokens(run)
+        seconds = time.process_time() - start
+        self.known = len(self.splitter.runs)
+        return len(runs), seconds
 
 
 def main() -> None:

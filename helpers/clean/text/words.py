@@ -9,7 +9,8 @@ cases, prefix, suffix, infix and URL expressions, read from the installed spaCy)
 without building spaCy's documents and vocabulary entries (several times cheaper for a new run). The rules are read
 from spaCy once per version and kept in `data/cache/` (`english_rules`), so a later process starts in milliseconds
 instead of importing spaCy (about 2 s). Each expression is searched only where, and with only the alternatives
-that, can match (`helpers.clean.text.affix_expressions`); a run whose characters rule out every affix is whole.
+that, can match (`helpers.clean.text.affix_expressions`); a run whose characters rule out every affix is whole. A
+text's new runs are split in one compiled call, the same algorithm (`helpers.clean.text.compiled_runs`).
 
 spaCy's last phase, which joins token sequences back into a special case (`:-)` split by its affix rules), is done
 as spaCy does it: every place where a special case's affix tokens occur, the longest first, then the leftmost, each
@@ -33,14 +34,20 @@ import re
 import unicodedata
 from typing import Iterator
 
+from ...common.compiled import numba_loaded
 from ...common.errors import UserError
 from ...common.files import written_atomically
 from ...common.paths import CACHE_DIR
 from .affix_expressions import affix_length, edges, infix_finder, suffix_search, url_match
+from .compiled_runs import CompiledRuns
 
 RUNS = re.compile(r"\S+|\s+")
 ORTH = 65  # spaCy's attribute id of a token's text, the key of each piece of a special case
 CACHED_RUNS = 1 << 20  # distinct runs remembered per process
+COMPILED_RUNS = 4  # new runs in a text from which they are split by compiled code (a call costs a few microseconds)
+# New runs split in Python before a process loads numba for them (`helpers.common.compiled`): about 0.25 s of
+# splitting at 4 us a run, numba's start-up; where numba is loaded already, from the first text.
+PYTHON_RUNS_FIRST = 60_000
 RULES_FORMAT = 1  # of the file `english_rules` keeps
 PLAIN_ENDS = frozenset(",;:!?")  # punctuation English's suffixes always cut off
 INSTALL = "the quality filters split English words as spaCy's blank English pipeline does; fix: pip install -e " \
@@ -142,6 +149,8 @@ class EnglishWords:
                         else:
                             self.changing_pairs.add(pattern[:2])
         self.runs: dict[str, tuple[str, ...]] = {}
+        self.compiled = CompiledRuns.of(self, rules)
+        self.split_in_python = 0  # new runs, before the compiled splitter is used
         self.punct: dict[str, bool] = {}
         self.moves: dict[str, tuple] = {}  # run -> what it does to the sentencizer (`_moves`)
         self.last: tuple = (None, [])
@@ -161,6 +170,12 @@ class EnglishWords:
         return (firsts is not None and lasts is not None and infixes is not None and run[0] not in firsts
                 and run[-1] not in lasts and infixes.isdisjoint(run) and run not in self.rules
                 and run not in self.changing_singles)
+
+    def load_compiled(self) -> None:
+        """Load the compiled splitter's loops now (a process that forks its workers after this spares each the
+        start-up)."""
+        if self.compiled is not None:
+            self.compiled.split(["(a.b)", "c"])
 
     def _infixed_at(self, string: str) -> bool:
         return self.infix_finditer is not None and next(self.infix_finditer(string), None) is not None
@@ -184,10 +199,24 @@ class EnglishWords:
                 tokens = (run,)
             else:
                 tokens = self._joined(self._split(run, specials=True))
-            if len(self.runs) >= CACHED_RUNS:
-                self.runs.clear()
-            self.runs[run] = tokens
+            self._remember(run, tokens)
         return tokens
+
+    def _remember(self, run: str, tokens: tuple[str, ...]) -> None:
+        if len(self.runs) >= CACHED_RUNS:
+            self.runs.clear()
+        self.runs[run] = tokens
+
+    def _split_new(self, runs: list[str]) -> list[tuple[str, ...]]:
+        """The words of runs met for the first time (each once), split by compiled code where it can
+        (`helpers.clean.text.compiled_runs`), and remembered."""
+        found = self.compiled.split(runs)
+        for index in missing(found):
+            found[index] = self._tokens(runs[index])
+        if len(self.runs) + len(runs) > CACHED_RUNS:
+            self.runs.clear()
+        self.runs.update(zip(runs, found))
+        return found
 
     def _split(self, run: str, specials: bool, known=None) -> tuple[str, ...]:
         """spaCy's affix algorithm on one run: prefixes and suffixes peeled off in turn (stopping at a special case),
@@ -307,8 +336,23 @@ class EnglishWords:
         """The tokens of each of the text's runs of non-whitespace characters, in order."""
         runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
         found = list(map(self.runs.get, runs))
-        for index in missing(found):
-            found[index] = self._tokens(runs[index])
+        if None not in found:
+            return found
+        new = list(missing(found))
+        if self.compiled is None or len(new) < COMPILED_RUNS or not (
+                numba_loaded() or self.split_in_python > PYTHON_RUNS_FIRST):
+            self.split_in_python += len(new)
+            for index in new:
+                found[index] = self._tokens(runs[index])
+            return found
+        distinct = list(dict.fromkeys(runs[index] for index in new))
+        if len(distinct) == len(new):
+            for index, tokens in zip(new, self._split_new(distinct)):
+                found[index] = tokens
+        else:
+            split = dict(zip(distinct, self._split_new(distinct)))
+            for index in new:
+                found[index] = split[runs[index]]
         return found
 
     def _is_punct(self, token: str) -> bool:
