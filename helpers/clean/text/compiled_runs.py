@@ -336,33 +336,29 @@ class CompiledRuns:
         except Unsupported:
             return None
 
-    def split(self, runs: list[str]) -> list[tuple[str, ...] | None]:
-        """Each run's words, or None where Python's path must split it."""
+    def split_into(self, runs: list[str], memory: dict[str, tuple[str, ...]]) -> list[str]:
+        """Split distinct runs, each one's words put in `memory`: those left to Python's path, in order."""
         codes = np.frombuffer("".join(runs).encode("utf-32-le"), np.uint32).astype(np.int64)
         run_starts = np.zeros(len(runs) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, runs), np.int64, len(runs)), out=run_starts[1:])
         counts, cuts = split_runs(self.rules, codes, run_starts)
         cuts = cuts.tolist()
-        found: list[tuple[str, ...] | None] = []
+        left: list[str] = []
         at = 0
         for run, count in zip(runs, counts.tolist()):
             if count == 1:
-                found.append((run,))
+                memory[run] = (run,)
             elif count == 2:
                 cut = cuts[at]
-                found.append((run[:cut], run[cut:]))
+                memory[run] = (run[:cut], run[cut:])
                 at += 1
-            elif count == 3:
-                cut, second = cuts[at], cuts[at + 1]
-                found.append((run[:cut], run[cut:second], run[second:]))
-                at += 2
             elif count < 1:
-                found.append(None)
+                left.append(run)
             else:
                 places = [0, *cuts[at:at + count - 1], len(run)]
-                found.append(tuple(run[place:following] for place, following in zip(places, places[1:])))
+                memory[run] = tuple(run[place:following] for place, following in zip(places, places[1:]))
                 at += count - 1
-        return found
+        return left
 
 
 def _check_searches(rules: dict, prefix: Expression, suffix: Expression, infix: Expression) -> None:

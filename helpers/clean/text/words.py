@@ -175,7 +175,7 @@ class EnglishWords:
         """Load the compiled splitter's loops now (a process that forks its workers after this spares each the
         start-up)."""
         if self.compiled is not None:
-            self.compiled.split(["(a.b)", "c"])
+            self.compiled.split_into(["(a.b)", "c"], {})
 
     def _infixed_at(self, string: str) -> bool:
         return self.infix_finditer is not None and next(self.infix_finditer(string), None) is not None
@@ -207,16 +207,13 @@ class EnglishWords:
             self.runs.clear()
         self.runs[run] = tokens
 
-    def _split_new(self, runs: list[str]) -> list[tuple[str, ...]]:
-        """The words of runs met for the first time (each once), split by compiled code where it can
-        (`helpers.clean.text.compiled_runs`), and remembered."""
-        found = self.compiled.split(runs)
-        for index in missing(found):
-            found[index] = self._tokens(runs[index])
+    def _split_new(self, runs: list[str]) -> None:
+        """Split runs met for the first time (each once) by compiled code where it can
+        (`helpers.clean.text.compiled_runs`), and remember them."""
         if len(self.runs) + len(runs) > CACHED_RUNS:
             self.runs.clear()
-        self.runs.update(zip(runs, found))
-        return found
+        for run in self.compiled.split_into(runs, self.runs):
+            self._tokens(run)
 
     def _split(self, run: str, specials: bool, known=None) -> tuple[str, ...]:
         """spaCy's affix algorithm on one run: prefixes and suffixes peeled off in turn (stopping at a special case),
@@ -345,14 +342,10 @@ class EnglishWords:
             for index in new:
                 found[index] = self._tokens(runs[index])
             return found
-        distinct = list(dict.fromkeys(runs[index] for index in new))
-        if len(distinct) == len(new):
-            for index, tokens in zip(new, self._split_new(distinct)):
-                found[index] = tokens
-        else:
-            split = dict(zip(distinct, self._split_new(distinct)))
-            for index in new:
-                found[index] = split[runs[index]]
+        self._split_new(list(dict.fromkeys(runs[index] for index in new)))
+        known = self.runs
+        for index in new:
+            found[index] = known[runs[index]]
         return found
 
     def _is_punct(self, token: str) -> bool:
