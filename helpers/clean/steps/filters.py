@@ -59,35 +59,26 @@ class SplitsEnglish:
         english_words().load_compiled()
 
 
-FIELD = 40  # bits of each count in a run's one number (`text_totals`)
+FIELD = 40  # bits of each count in a word's one number (`word_totals`)
 FIELDS = (1 << FIELD) - 1
-SYMBOL, LETTER, CHARACTER = 1 << FIELD, 1 << 2 * FIELD, 1 << 3 * FIELD  # a word counts 1 in the lowest field
-_TOTALS: dict[str, int] = {}  # run -> the sum of its words' numbers
-REMEMBERED = 1 << 20
+SYMBOL, LETTER = 1 << FIELD, 1 << 2 * FIELD  # a word of punctuation only; a word with a letter (never both)
+_TOTALS: dict[str, int] = {}
 
 
-def text_totals(text: str) -> tuple[int, int, int, int]:
-    """The text's words (as `words` lists them), those that are punctuation only (symbols), those with a letter (no
-    letter is punctuation), and the characters of those that are not symbols: one sum, over the text's runs of
-    non-whitespace characters, of each run's number (the sum of its words' numbers: one, plus SYMBOL, or LETTER
-    and its characters), remembered per distinct run, rather than a pass over the words for each count."""
-    splitter = english_words()
-    runs = splitter.text_runs(text)
-    found = list(map(_TOTALS.get, runs))
+def word_totals(words: list[str]) -> tuple[int, int, int]:
+    """The words that are punctuation only (symbols), those with a letter (no letter is punctuation), and the
+    characters of the words that are not symbols: one sum of each word's number (its characters, or 0 for a
+    symbol, plus SYMBOL or LETTER), remembered per distinct word, rather than a pass over the words for each."""
+    found = list(map(_TOTALS.get, words))
     if None in found:
-        if len(_TOTALS) >= REMEMBERED:
+        if len(_TOTALS) >= 1 << 20:
             _TOTALS.clear()
-        new = list(missing(found))
-        for index, tokens in zip(new, splitter.tokens_of([runs[index] for index in new])):
-            found[index] = _TOTALS[runs[index]] = sum(map(_word_number, tokens))
+        for index in missing(found):
+            word = words[index]
+            found[index] = _TOTALS[word] = (SYMBOL if PUNCTUATION_SET.issuperset(word) else
+                                            len(word) + (LETTER if any(char.isalpha() for char in word) else 0))
     total = sum(found)
-    return total & FIELDS, total >> FIELD & FIELDS, total >> 2 * FIELD & FIELDS, total >> 3 * FIELD
-
-
-def _word_number(word: str) -> int:
-    if PUNCTUATION_SET.issuperset(word):
-        return 1 + SYMBOL
-    return 1 + len(word) * CHARACTER + (LETTER if any(map(str.isalpha, word)) else 0)
+    return total >> FIELD & FIELDS, total >> 2 * FIELD, total & FIELDS
 
 
 class GopherQuality(SplitsEnglish, Filter):
@@ -106,8 +97,9 @@ class GopherQuality(SplitsEnglish, Filter):
         self.stop_words = frozenset(stop_words)
 
     def reason(self, text: str) -> str | None:
-        words, symbols, letters, characters = text_totals(text)
-        counted = words - symbols  # the words that are not punctuation only
+        words = english_words().words(text)
+        symbols, letters, characters = word_totals(words)
+        counted = len(words) - symbols  # the words that are not punctuation only
         if self.min_doc_words and counted < self.min_doc_words:
             return f"gopher_short_doc: {counted} words < {self.min_doc_words}"
         if self.max_doc_words and counted > self.max_doc_words:
@@ -119,11 +111,11 @@ class GopherQuality(SplitsEnglish, Filter):
             return f"gopher_above_avg_threshold: mean word length {mean:.2f} > {self.max_avg_word_length}"
         if not words:
             return None
-        if self.max_symbol_word_ratio and text.count("#") / words > self.max_symbol_word_ratio:
-            return f"gopher_too_many_hashes: {text.count('#') / words:.3f} per word > {self.max_symbol_word_ratio}"
+        if self.max_symbol_word_ratio and text.count("#") / len(words) > self.max_symbol_word_ratio:
+            return f"gopher_too_many_hashes: {text.count('#') / len(words):.3f} per word > {self.max_symbol_word_ratio}"
         ellipses = text.count("...") + text.count("…")
-        if self.max_symbol_word_ratio and ellipses / words > self.max_symbol_word_ratio:
-            return f"gopher_too_many_ellipsis: {ellipses / words:.3f} per word > {self.max_symbol_word_ratio}"
+        if self.max_symbol_word_ratio and ellipses / len(words) > self.max_symbol_word_ratio:
+            return f"gopher_too_many_ellipsis: {ellipses / len(words):.3f} per word > {self.max_symbol_word_ratio}"
         lines = text.splitlines()
         bullets = sum(map(methodcaller("startswith", ("•", "-")), map(str.lstrip, lines))) / len(lines)
         if self.max_bullet_lines_ratio and bullets > self.max_bullet_lines_ratio:
@@ -131,11 +123,11 @@ class GopherQuality(SplitsEnglish, Filter):
         trailing = sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))) / len(lines)
         if self.max_ellipsis_lines_ratio and trailing > self.max_ellipsis_lines_ratio:
             return f"gopher_too_many_end_ellipsis: {trailing:.3f} of lines > {self.max_ellipsis_lines_ratio}"
-        alpha = letters / words
+        alpha = letters / len(words)
         if self.max_non_alpha_words_ratio and alpha < self.max_non_alpha_words_ratio:
             return (f"gopher_below_alpha_threshold: {alpha:.3f} of words with a letter < "
                     f"{self.max_non_alpha_words_ratio}")
-        stops = len(self.stop_words.intersection(english_words().words(text)))
+        stops = len(self.stop_words.intersection(words))
         if self.min_stop_words and stops < self.min_stop_words:
             return f"gopher_enough_stop_words: {stops} stop words < {self.min_stop_words}"
         return None

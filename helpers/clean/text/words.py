@@ -154,7 +154,6 @@ class EnglishWords:
         self.punct: dict[str, bool] = {}
         self.moves: dict[str, tuple] = {}  # run -> what it does to the sentencizer (`_moves`)
         self.last: tuple = (None, [])
-        self.last_runs: tuple = (None, [])
 
     @property
     def tokenizer(self):
@@ -330,19 +329,9 @@ class EnglishWords:
             return len(self.last[1])
         return sum(map(len, self._each_run(text)))
 
-    def text_runs(self, text: str) -> list[str]:
-        """The text's runs of non-whitespace characters, in order (the last text's kept: filters that follow one
-        another ask for the same text's; do not change the list)."""
-        if text is not self.last_runs[0]:
-            self.last_runs = (text, text.split())  # str.split's whitespace is \s's, code point for code point
-        return self.last_runs[1]
-
     def _each_run(self, text: str) -> list[tuple[str, ...]]:
         """The tokens of each of the text's runs of non-whitespace characters, in order."""
-        return self.tokens_of(self.text_runs(text))
-
-    def tokens_of(self, runs: list[str]) -> list[tuple[str, ...]]:
-        """The tokens of each run of non-whitespace characters (a text's new ones split together)."""
+        runs = text.split()  # str.split's whitespace is the regular expression \s's, code point for code point
         found = list(map(self.runs.get, runs))
         if None not in found:
             return found
