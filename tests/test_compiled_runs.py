@@ -163,3 +163,10 @@ def test_a_text_s_words_are_the_same_with_the_compiled_splitter_or_without():
     for text in texts:
         assert compiled.words(text) == plain.words(text)
     assert compiled.runs == plain.runs and compiled.split_in_python < len(compiled.runs) / 2
+
+
+def test_the_packed_rules_read_back_are_those_built_afresh():
+    words = EnglishWords()
+    assert words.compiled is not None
+    CompiledRuns.of(words, RULES)  # written where it was not
+    assert np.array_equal(CompiledRuns.of(words, RULES).rules, CompiledRuns(words, RULES).rules)
