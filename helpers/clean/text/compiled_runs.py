@@ -363,7 +363,7 @@ class CompiledRuns:
 
     def split_into(self, runs: list[str], memory: dict[str, tuple[str, ...]]) -> list[str]:
         """Split distinct runs, each one's words put in `memory`: those left to Python's path, in order."""
-        codes = np.frombuffer("".join(runs).encode("utf-32-le"), np.uint32).astype(np.int64)
+        codes = np.frombuffer("".join(runs).encode("utf-32-le", "surrogatepass"), np.uint32).astype(np.int64)
         run_starts = np.zeros(len(runs) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, runs), np.int64, len(runs)), out=run_starts[1:])
         counts, cuts = split_runs(self.rules, codes, run_starts)

@@ -38,8 +38,8 @@ class Grams:
     def compiled(self):
         """The words' characters as code points (joined without and with spaces) and where each word starts."""
         if self._compiled is None:
-            bare = np.frombuffer("".join(self.words).encode("utf-32-le"), np.uint32)
-            spaced = np.frombuffer(" ".join(self.words).encode("utf-32-le"), np.uint32)
+            bare = np.frombuffer("".join(self.words).encode("utf-32-le", "surrogatepass"), np.uint32)
+            spaced = np.frombuffer(" ".join(self.words).encode("utf-32-le", "surrogatepass"), np.uint32)
             starts = np.zeros(self.count + 1, np.int64)
             np.cumsum(self.lengths, out=starts[1:])
             self._compiled = (_Text.of(bare), starts, _Text.of(spaced), starts + np.arange(self.count + 1))
