@@ -85,16 +85,22 @@ $(VENV)/.torch: | $(VENV)/bin/python $(INSTALLER_PREREQUISITE)
 # uv and pip compile the packages they install, but not this editable package's own source: compiled here once, so
 # that a machine that writes no bytecode at import (PYTHONDONTWRITEBYTECODE) does not compile it in every process.
 COMPILE_HELPERS = $(PY) -m compileall -q -j 0 helpers >/dev/null
+# numba compiles a loop in the first process that runs it and keeps the machine code for the next: the quality
+# filters' loops (the English splitter's and the n-gram measures', about 8 CPU s) are compiled here once, so that a
+# first cleaning command, or each of the test suite's first processes, does not compile them again.
+COMPILE_LOOPS = $(PY) -c "from helpers.clean.steps.filters import FILTERS; FILTERS['gopher-repetition']().warm_up()"
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(VENV)/.torch | $(INSTALLER_PREREQUISITE)
 	$(call INSTALL_OR_PIP,-e ".[workshop]")
 	$(COMPILE_HELPERS)
+	$(COMPILE_LOOPS)
 	$(REGISTER_KERNEL)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml constraints.txt $(VENV)/.torch | $(INSTALLER_PREREQUISITE)
 	$(call INSTALL_OR_PIP,-e ".[test]")
 	$(COMPILE_HELPERS)
+	$(COMPILE_LOOPS)
 	$(REGISTER_KERNEL)
 	touch $@ $(VENV)/.installed
 

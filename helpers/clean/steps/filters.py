@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from operator import methodcaller
 
+from ...common.compiled import numba_loaded
 from ..text.ngrams import Grams, load_compiled
 from ..text.punctuation import PUNCTUATION_SET, SENTENCE_ENDS
 from ..text.words import EnglishWords, missing
@@ -56,7 +57,9 @@ class SplitsEnglish:
     by_rule = True
 
     def warm_up(self) -> None:
-        english_words().load_compiled()
+        words = english_words()
+        if numba_loaded():  # the compiled splitter's loops too, where numba's start-up is paid anyway
+            words.load_compiled()
 
 
 FIELD = 40  # bits of each count in a word's one number (`word_totals`)
@@ -143,8 +146,8 @@ class GopherRepetition(SplitsEnglish, Filter):
     name = "gopher_repetition"
 
     def warm_up(self) -> None:
+        load_compiled()  # numba's loops, first: the splitter's follow
         super().warm_up()
-        load_compiled()  # and numba's loops
 
     def __init__(self, *, dup_line_frac: float | None = 0.3, dup_para_frac: float | None = 0.3,
                  dup_line_char_frac: float | None = 0.2, dup_para_char_frac: float | None = 0.2,

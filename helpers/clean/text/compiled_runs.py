@@ -325,9 +325,9 @@ class CompiledRuns:
                   for key, pieces in words.rules.items()]  # in the keys' order; none: left to Python
         packed.add(PIECE_STARTS, np.cumsum([0] + [len(lengths) for lengths in pieces]).tolist())
         packed.add(PIECES, [length for lengths in pieces for length in lengths])
-        pack_keys(packed, SINGLES, [list(map(ord, token)) for token in words.changing_singles])
+        pack_keys(packed, SINGLES, [list(map(ord, token)) for token in sorted(words.changing_singles)])
         pack_keys(packed, PAIRS, [[*map(ord, first), SEPARATOR, *map(ord, second)]
-                                  for first, second in words.changing_pairs])
+                                  for first, second in sorted(words.changing_pairs)])  # sets: sorted, so the same
         url = rules["url"]
         needed = [-1] if url[1] & UNANALYSED_FLAGS else sorted(map(ord, required_characters(parsed(*url).data)))
         packed.add(NEEDED, needed or [-1])
